@@ -1,0 +1,46 @@
+// common.h — the error convention shared by every room of seam.
+//
+// Functions that can fail on input return 0 on success or -1 on failure and
+// fill a seam_error with what failed, on which input, and what to do. The
+// command line prints the message and exits non-zero; nothing aborts.
+#ifndef SEAM_COMMON_H
+#define SEAM_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    char msg[512];
+} seam_error;
+
+// Formats the message into e (when e is not NULL) and returns -1, so that a
+// failing path reads `return seam_fail(e, "...", ...);`.
+int seam_fail(seam_error *e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+// Checked size arithmetic: return 0 and store the result, or -1 on overflow.
+static inline int seam_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    if (a != 0 && b > UINT64_MAX / a) return -1;
+    *out = a * b;
+    return 0;
+}
+static inline int seam_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    if (b > UINT64_MAX - a) return -1;
+    *out = a + b;
+    return 0;
+}
+
+// Monotonic wall clock in seconds.
+double seam_now(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

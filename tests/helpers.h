@@ -1,0 +1,21 @@
+// helpers.h — small utilities shared by the Criterion tests.
+#ifndef SEAM_TEST_HELPERS_H
+#define SEAM_TEST_HELPERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// A path under the build directory's test scratch folder (created on first
+// use); the returned string is static storage, valid until the next call.
+const char *test_path(const char *name);
+
+// Reads a whole file into a malloc'd buffer; NULL when it cannot.
+uint8_t *test_read_file(const char *path, size_t *size);
+int test_write_file(const char *path, const void *data, size_t size);
+
+// Deterministic pseudo-random numbers for test data.
+uint64_t test_rng_next(uint64_t *state);
+float test_rng_uniform(uint64_t *state);  // [-1, 1)
+float test_rng_normal(uint64_t *state);
+
+#endif

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""ref_logits.py — llama.cpp as the reference: logits and greedy continuations.
+
+Runs llama.cpp through the llama-cpp-python package (built from source by
+pip; see tools/setup-reference.sh) on its plain CPU path: no weight
+repacking, no AMX, no flash attention, f16 KV cache. That is the arithmetic
+seam mirrors, so the two can be compared at a tight tolerance.
+
+  ref_logits.py MODEL --tokens 1,2,3 [--prompt TEXT] [--greedy N]
+                [--logits OUT.f32] [--json OUT.json] [--threads N] [--batch]
+
+--logits writes float32 little-endian, row-major [n_tokens][n_vocab]: the
+logits after each prompt token (teacher forcing), the layout `seam logits`
+writes. --greedy N also records llama.cpp's N-token greedy continuation.
+By default tokens are evaluated one at a time (the decode path, as seam
+runs them); --batch evaluates the prompt as one batch.
+"""
+import argparse
+import ctypes
+import hashlib
+import json
+import sys
+
+import numpy as np
+
+import llama_cpp as L
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@L.llama_log_callback
+def _quiet_log(level, text, user_data):
+    pass
+
+
+class Reference:
+    def __init__(self, path, n_ctx, threads):
+        L.llama_backend_init()
+        L.llama_log_set(_quiet_log, None)
+        mp = L.llama_model_default_params()
+        mp.n_gpu_layers = 0
+        mp.use_extra_bufts = False  # no repacked weights, no AMX buffers
+        mp.use_mmap = True
+        self.model = L.llama_model_load_from_file(path.encode(), mp)
+        if not self.model:
+            sys.exit(f"ref_logits: llama.cpp could not load {path}")
+        self.vocab = L.llama_model_get_vocab(self.model)
+        self.n_vocab = L.llama_vocab_n_tokens(self.vocab)
+        cp = L.llama_context_default_params()
+        cp.n_ctx = n_ctx
+        cp.n_batch = n_ctx
+        cp.n_ubatch = n_ctx
+        cp.n_threads = threads
+        cp.n_threads_batch = threads
+        cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        cp.type_k = 1  # GGML_TYPE_F16
+        cp.type_v = 1
+        cp.swa_full = True
+        self.ctx = L.llama_init_from_model(self.model, cp)
+        if not self.ctx:
+            sys.exit("ref_logits: llama.cpp could not create a context")
+        self.batch = L.llama_batch_init(n_ctx, 0, 1)
+
+    def tokenize(self, text, add_special=True, parse_special=False):
+        raw = text.encode("utf-8") if isinstance(text, str) else text
+        buf = (L.llama_token * (len(raw) + 16))()
+        n = L.llama_tokenize(self.vocab, raw, len(raw), buf, len(buf), add_special, parse_special)
+        if n < 0:
+            buf = (L.llama_token * (-n))()
+            n = L.llama_tokenize(self.vocab, raw, len(raw), buf, len(buf), add_special, parse_special)
+        return list(buf[:n])
+
+    def reset(self):
+        L.llama_memory_clear(L.llama_get_memory(self.ctx), True)
+
+    def _decode(self, tokens, pos0, want_logits):
+        b = self.batch
+        b.n_tokens = len(tokens)
+        for i, t in enumerate(tokens):
+            b.token[i] = t
+            b.pos[i] = pos0 + i
+            b.n_seq_id[i] = 1
+            b.seq_id[i][0] = 0
+            b.logits[i] = want_logits
+        if L.llama_decode(self.ctx, b) != 0:
+            sys.exit("ref_logits: llama_decode failed")
+
+    def logits_ith(self, i):
+        p = L.llama_get_logits_ith(self.ctx, i)
+        return np.ctypeslib.as_array(p, shape=(self.n_vocab,)).copy()
+
+    def teacher_forced(self, tokens, batch):
+        """Logits after each token of `tokens`, fed from position 0."""
+        self.reset()
+        out = np.zeros((len(tokens), self.n_vocab), dtype=np.float32)
+        if batch:
+            self._decode(tokens, 0, True)
+            for i in range(len(tokens)):
+                out[i] = self.logits_ith(i)
+        else:
+            for i, t in enumerate(tokens):
+                self._decode([t], i, True)
+                out[i] = self.logits_ith(0)
+        return out
+
+    def greedy(self, tokens, n):
+        self.reset()
+        for i, t in enumerate(tokens):
+            self._decode([t], i, True)
+        out = []
+        pos = len(tokens)
+        for _ in range(n):
+            nxt = int(np.argmax(self.logits_ith(0)))
+            out.append(nxt)
+            self._decode([nxt], pos, True)
+            pos += 1
+        return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model")
+    ap.add_argument("--tokens", help="comma-separated token ids")
+    ap.add_argument("--prompt", help="text, tokenised by llama.cpp (BOS as the file says)")
+    ap.add_argument("--greedy", type=int, default=0)
+    ap.add_argument("--logits", help="write teacher-forced logits here (float32 [n_tokens][n_vocab])")
+    ap.add_argument("--json", help="write tokens, greedy continuation and the model's SHA-256 here")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ctx", type=int, default=1024)
+    ap.add_argument("--batch", action="store_true")
+    a = ap.parse_args()
+
+    ref = Reference(a.model, a.ctx, a.threads)
+    if a.tokens:
+        tokens = [int(t) for t in a.tokens.split(",")]
+    elif a.prompt is not None:
+        tokens = ref.tokenize(a.prompt)
+    else:
+        sys.exit("ref_logits: give --tokens or --prompt")
+    result = {"model_sha256": sha256(a.model), "tokens": tokens}
+    if a.logits:
+        ref.teacher_forced(tokens, a.batch).tofile(a.logits)
+    if a.greedy:
+        result["greedy"] = ref.greedy(tokens, a.greedy)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(result, f)
+    else:
+        print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
