@@ -315,12 +315,17 @@ float seam_vec_dot(uint32_t type, const void *w, const void *act, int64_t n) {
 // Activation quantisers (llama.cpp's reference rounding)
 
 void seam_quantize_row_q8_0(const float *x, block_q8_0 *y, int64_t n) {
+    // As llama.cpp's x86 quantize_row_q8_0 (its AVX path, which every x86
+    // build runs, not the portable reference): the multiplier is 127/amax,
+    // not 1/d, and products round half to even. Either choice flips a rounding
+    // now and then, and one flipped step of an outlier-heavy row is visible
+    // in the logits, so seam follows the build it is compared with.
     for (int64_t b = 0; b < n / QK8_0; b++, x += QK8_0) {
         float amax = 0;
         for (int j = 0; j < QK8_0; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
-        float d = amax / 127, id = d ? 1 / d : 0;
+        const float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
         y[b].d = seam_f32_to_f16(d);
-        for (int j = 0; j < QK8_0; j++) y[b].qs[j] = (int8_t)roundf(x[j] * id);  // ties away from zero
+        for (int j = 0; j < QK8_0; j++) y[b].qs[j] = (int8_t)nearbyintf(x[j] * id);  // ties to even
     }
 }
 

@@ -41,6 +41,20 @@ QK_K = 256
 rng = np.random.default_rng(20240611)
 
 
+def q8_0_x86(x):
+    """llama.cpp's x86 quantize_row_q8_0 (its AVX path): d = amax / 127 stored
+    as f16, q = round_half_even(x * (127 / amax)), all in float32."""
+    blocks = x.reshape(-1, 32).astype(np.float32)
+    out = bytearray()
+    for b in blocks:
+        amax = np.float32(np.abs(b).max())
+        d = np.float32(amax / np.float32(127))
+        mul = np.float32(np.float32(127) / amax) if amax != 0 else np.float32(0)
+        q = np.rint((b * mul).astype(np.float32)).astype(np.int8)
+        out += np.float16(d).tobytes() + q.tobytes()
+    return np.frombuffer(bytes(out), dtype=np.uint8)
+
+
 def f16_bytes(values):
     return np.asarray(values, dtype=np.float16).view(np.uint8).reshape(-1, 2)
 
@@ -138,14 +152,15 @@ def main():
     records.append((1, T.BF16, xb, quantize(xb, T.BF16).reshape(-1)))
 
     # encode: the activation quantisers, each with a zero block and a block
-    # of exact ties (amax = 127 makes the step exactly 1): Q8_0 rounds ties
-    # away from zero, Q8_K to even.
+    # of exact ties (amax = 127 makes the step exactly 1): both round ties to
+    # even (Q8_0 as llama.cpp's x86 quantize_row_q8_0 does, which is what
+    # seam's logits are compared with).
     ties = np.arange(-15.5, 16, 1, dtype=np.float32)
     x = rng.normal(0, 1, 8 * 32).astype(np.float32)
     x[:32] = ties
     x[0] = 127
     x[32:64] = 0
-    records.append((1, T.Q8_0, x, quantize(x, T.Q8_0).reshape(-1)))
+    records.append((1, T.Q8_0, x, q8_0_x86(x)))
     x = (rng.normal(0, 1, 3 * QK_K) * 3).astype(np.float32)
     x[:32] = ties
     x[0] = 127
