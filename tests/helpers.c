@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 const char *test_path(const char *name) {
@@ -50,4 +51,83 @@ float test_rng_normal(uint64_t *s) {
     double u1 = ((test_rng_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
     double u2 = (test_rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+static uint32_t ror32(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+static void sha256_block(test_sha256 *s, const uint8_t *p) {
+    static const uint32_t k[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+    uint32_t w[64], v[8];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = ror32(w[i - 15], 7) ^ ror32(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = ror32(w[i - 2], 17) ^ ror32(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    memcpy(v, s->h, sizeof v);
+    for (int i = 0; i < 64; i++) {
+        uint32_t ch = (v[4] & v[5]) ^ (~v[4] & v[6]);
+        uint32_t maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
+        uint32_t t1 = v[7] + (ror32(v[4], 6) ^ ror32(v[4], 11) ^ ror32(v[4], 25)) + ch + k[i] + w[i];
+        uint32_t t2 = (ror32(v[0], 2) ^ ror32(v[0], 13) ^ ror32(v[0], 22)) + maj;
+        v[7] = v[6], v[6] = v[5], v[5] = v[4], v[4] = v[3] + t1;
+        v[3] = v[2], v[2] = v[1], v[1] = v[0], v[0] = t1 + t2;
+    }
+    for (int i = 0; i < 8; i++) s->h[i] += v[i];
+}
+
+void test_sha256_init(test_sha256 *s) {
+    static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(s->h, h0, sizeof h0);
+    s->fill = 0;
+    s->bytes = 0;
+}
+
+void test_sha256_update(test_sha256 *s, const void *data, size_t n) {
+    const uint8_t *p = data;
+    s->bytes += n;
+    while (n > 0) {
+        size_t k = 64 - s->fill < n ? 64 - s->fill : n;
+        memcpy(s->block + s->fill, p, k);
+        s->fill += k, p += k, n -= k;
+        if (s->fill == 64) {
+            sha256_block(s, s->block);
+            s->fill = 0;
+        }
+    }
+}
+
+void test_sha256_hex(test_sha256 *s, char out[65]) {
+    const uint64_t bits = s->bytes * 8;
+    uint8_t pad = 0x80, len[8];
+    test_sha256_update(s, &pad, 1);
+    pad = 0;
+    while (s->fill != 56) test_sha256_update(s, &pad, 1);
+    for (int i = 0; i < 8; i++) len[i] = (uint8_t)(bits >> (56 - 8 * i));
+    test_sha256_update(s, len, 8);
+    for (int i = 0; i < 8; i++) snprintf(out + 8 * i, 9, "%08x", (unsigned)s->h[i]);
+}
+
+int test_sha256_file(const char *path, char out[65]) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    static uint8_t buf[1 << 16];
+    test_sha256 s;
+    test_sha256_init(&s);
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) test_sha256_update(&s, buf, n);
+    const int failed = ferror(f);
+    fclose(f);
+    if (failed) return -1;
+    test_sha256_hex(&s, out);
+    return 0;
 }

@@ -18,4 +18,18 @@ uint64_t test_rng_next(uint64_t *state);
 float test_rng_uniform(uint64_t *state);  // [-1, 1)
 float test_rng_normal(uint64_t *state);
 
+// SHA-256 (FIPS 180-4): whether a fixture's model is the file it was made from.
+typedef struct {
+    uint32_t h[8];
+    uint8_t block[64];
+    size_t fill;
+    uint64_t bytes;
+} test_sha256;
+
+void test_sha256_init(test_sha256 *s);
+void test_sha256_update(test_sha256 *s, const void *data, size_t n);
+void test_sha256_hex(test_sha256 *s, char out[65]);  // finishes s; lowercase hex
+// The digest of a whole file; -1 when it cannot be read.
+int test_sha256_file(const char *path, char out[65]);
+
 #endif

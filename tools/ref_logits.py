@@ -40,7 +40,8 @@ def _quiet_log(level, text, user_data):
 
 
 class Reference:
-    def __init__(self, path, n_ctx, threads):
+    def __init__(self, path, n_ctx, threads, kv_type=1):
+        """kv_type: the KV cache's ggml type, 1 = F16 (as seam); 0 = F32."""
         L.llama_backend_init()
         L.llama_log_set(_quiet_log, None)
         mp = L.llama_model_default_params()
@@ -59,8 +60,8 @@ class Reference:
         cp.n_threads = threads
         cp.n_threads_batch = threads
         cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        cp.type_k = 1  # GGML_TYPE_F16
-        cp.type_v = 1
+        cp.type_k = kv_type
+        cp.type_v = kv_type
         cp.swa_full = True
         self.ctx = L.llama_init_from_model(self.model, cp)
         if not self.ctx:
