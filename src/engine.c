@@ -21,7 +21,8 @@ int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e)
     const int q_dim = c->n_heads * c->head_dim;
     const int kv_dim = c->n_kv_heads * c->head_dim;
     const int wide = q_dim > c->n_embd ? q_dim : c->n_embd;
-    const int widest = wide > c->n_ff ? wide : c->n_ff;
+    const int n_hidden = c->n_ff > c->n_ff_exp ? c->n_ff : c->n_ff_exp;
+    const int widest = wide > n_hidden ? wide : n_hidden;
     const size_t kv_elems = (size_t)c->n_layers * (size_t)n_ctx * (size_t)kv_dim;
     seam_state *s = &eng->s;
     s->x = calloc((size_t)c->n_embd, sizeof(float));
@@ -31,13 +32,15 @@ int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e)
     s->k = calloc((size_t)kv_dim, sizeof(float));
     s->v = calloc((size_t)kv_dim, sizeof(float));
     s->att = calloc((size_t)n_ctx, sizeof(float));
-    s->hb = calloc((size_t)c->n_ff, sizeof(float));
-    s->hb2 = calloc((size_t)c->n_ff, sizeof(float));
+    s->hb = calloc((size_t)n_hidden, sizeof(float));
+    s->hb2 = calloc((size_t)n_hidden, sizeof(float));
+    s->router = calloc((size_t)c->n_expert + 1, sizeof(float));
+    s->moe = calloc((size_t)c->n_embd, sizeof(float));
     s->logits = calloc((size_t)c->n_vocab, sizeof(float));
     s->act = malloc(cpu_matvec_scratch_bytes(widest));
     s->key_cache = calloc(kv_elems, sizeof(seam_f16));
     s->value_cache = calloc(kv_elems, sizeof(seam_f16));
-    if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 ||
+    if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->router || !s->moe ||
         !s->logits || !s->act || !s->key_cache || !s->value_cache) {
         engine_free(eng);
         return seam_fail(e, "out of memory: the KV cache for %d positions needs %.1f MiB", n_ctx,
@@ -49,9 +52,19 @@ int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e)
 void engine_free(seam_engine *eng) {
     seam_state *s = &eng->s;
     free(s->x), free(s->xb), free(s->xb2), free(s->q), free(s->k), free(s->v), free(s->att);
-    free(s->hb), free(s->hb2), free(s->logits), free(s->act);
+    free(s->hb), free(s->hb2), free(s->router), free(s->moe), free(s->logits), free(s->act);
     free(s->key_cache), free(s->value_cache);
+    pool_destroy(eng->pool);
+    timeline_free(&eng->timeline);
     memset(eng, 0, sizeof *eng);
+}
+
+int engine_set_threads(seam_engine *eng, int n_threads, seam_error *e) {
+    seam_pool *pool = NULL;
+    if (n_threads != 1 && !(pool = pool_create(n_threads, e))) return -1;
+    pool_destroy(eng->pool);
+    eng->pool = pool;
+    return 0;
 }
 
 static void add_bias(float *x, const seam_tensor *b, int n) {
@@ -76,9 +89,9 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
     cpu_rmsnorm(s->xb, s->x, l->attn_norm.data, c->n_embd, c->rms_eps);
 
     // q, k, v projections (with qwen2's biases, qwen3's per-head norms), then RoPE
-    cpu_matvec(&l->wq, s->xb, s->q, s->act);
-    cpu_matvec(&l->wk, s->xb, s->k, s->act);
-    cpu_matvec(&l->wv, s->xb, s->v, s->act);
+    cpu_matvec(eng->pool, &l->wq, s->xb, s->q, s->act);
+    cpu_matvec(eng->pool, &l->wk, s->xb, s->k, s->act);
+    cpu_matvec(eng->pool, &l->wv, s->xb, s->v, s->act);
     if (c->qkv_bias) {
         add_bias(s->q, &l->bq, c->n_heads * c->head_dim);
         add_bias(s->k, &l->bk, kv_dim);
@@ -88,8 +101,12 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
         head_norm(s->q, c->n_heads, c->head_dim, &l->q_norm, c->rms_eps);
         head_norm(s->k, c->n_kv_heads, c->head_dim, &l->k_norm, c->rms_eps);
     }
-    cpu_rope(s->q, c->n_heads, c->head_dim, c->rope_dim, pos, c->rope_base, c->rope_neox);
-    cpu_rope(s->k, c->n_kv_heads, c->head_dim, c->rope_dim, pos, c->rope_base, c->rope_neox);
+    const bool swa = c->layer_swa[il];
+    const float base = swa ? c->rope_base_swa : c->rope_base;
+    const float freq_scale = swa ? 1.0f : c->rope_scale;
+    cpu_rope(s->q, c->n_heads, c->head_dim, c->rope_dim, pos, base, freq_scale, c->rope_neox);
+    cpu_rope(s->k, c->n_kv_heads, c->head_dim, c->rope_dim, pos, base, freq_scale, c->rope_neox);
+    if (c->q_scale != 1.0f) cpu_scale(s->q, c->q_scale, c->n_heads * c->head_dim);
 
     // this position's k and v join the cache (as f16, like llama.cpp's default cache type)
     const size_t layer_off = (size_t)il * eng->n_ctx * kv_dim;
@@ -100,32 +117,72 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
         vc[(size_t)pos * kv_dim + i] = seam_f32_to_f16(s->v[i]);
     }
 
-    // each query head attends over positions 0..pos of its KV head
-    const float scale = 1.0f / sqrtf((float)c->head_dim);
+    // each query head attends over positions t0..pos of its KV head (a sliding
+    // layer sees only the last n_swa of them)
+    const int t0 = swa && pos + 1 > c->n_swa ? pos + 1 - c->n_swa : 0;
     for (int h = 0; h < c->n_heads; h++) {
         const int kvh = h / group;
         cpu_attention_head(s->xb + (size_t)h * c->head_dim, s->q + (size_t)h * c->head_dim,
-                           kc + (size_t)kvh * c->head_dim, vc + (size_t)kvh * c->head_dim, pos + 1,
-                           c->head_dim, kv_dim, scale, s->att);
+                           kc + (size_t)kvh * c->head_dim, vc + (size_t)kvh * c->head_dim, t0, pos + 1,
+                           c->head_dim, kv_dim, c->kq_scale, s->att);
     }
 
-    // output projection, back into the residual stream
-    cpu_matvec(&l->wo, s->xb, s->xb2, s->act);
+    // output projection (gemma3 norms it), back into the residual stream
+    cpu_matvec(eng->pool, &l->wo, s->xb, s->xb2, s->act);
+    if (c->post_norms) cpu_rmsnorm(s->xb2, s->xb2, l->attn_post_norm.data, c->n_embd, c->rms_eps);
     for (int i = 0; i < c->n_embd; i++) s->x[i] += s->xb2[i];
+}
+
+// The mixture of experts, as llama.cpp's build_moe_ffn with softmax gating:
+// router probabilities over all experts, the top k kept and renormalised
+// (their sum clamped away from 0), each chosen expert a SwiGLU FFN of which
+// only its own rows are read, the outputs weighted and summed in rank order.
+static void moe_block(seam_engine *eng, const seam_layer_weights *l) {
+    const seam_config *c = &eng->model->cfg;
+    seam_state *s = &eng->s;
+    const int k = c->n_expert_used;
+    cpu_matvec(eng->pool, &l->ffn_gate_inp, s->xb, s->router, s->act);
+    cpu_softmax(s->router, c->n_expert);
+    int chosen[k];
+    float weight[k];
+    cpu_top_k(s->router, c->n_expert, k, chosen);
+    double sum = 0.0;
+    for (int j = 0; j < k; j++) sum += weight[j] = s->router[chosen[j]];
+    const float norm = sum > 6.103515625e-5 ? (float)sum : 6.103515625e-5f;
+    for (int j = 0; j < k; j++) weight[j] /= norm;
+
+    for (int j = 0; j < k; j++) {
+        const int64_t e = chosen[j];
+        const seam_tensor gate = tensor_rows(&l->ffn_gate_exps, e * c->n_ff_exp, c->n_ff_exp);
+        const seam_tensor up = tensor_rows(&l->ffn_up_exps, e * c->n_ff_exp, c->n_ff_exp);
+        const seam_tensor down = tensor_rows(&l->ffn_down_exps, e * c->n_embd, c->n_embd);
+        cpu_matvec(eng->pool, &gate, s->xb, s->hb, s->act);
+        cpu_matvec(eng->pool, &up, s->xb, s->hb2, s->act);
+        cpu_swiglu(s->hb, s->hb2, c->n_ff_exp);
+        cpu_matvec(eng->pool, &down, s->hb, s->xb2, s->act);
+        for (int i = 0; i < c->n_embd; i++) s->moe[i] = j ? s->moe[i] + s->xb2[i] * weight[j] : s->xb2[i] * weight[j];
+    }
+    for (int i = 0; i < c->n_embd; i++) s->x[i] += s->moe[i];
 }
 
 static void ffn_block(seam_engine *eng, const seam_layer_weights *l) {
     const seam_config *c = &eng->model->cfg;
     seam_state *s = &eng->s;
     cpu_rmsnorm(s->xb, s->x, l->ffn_norm.data, c->n_embd, c->rms_eps);
-    cpu_matvec(&l->w_gate, s->xb, s->hb, s->act);
-    cpu_matvec(&l->w_up, s->xb, s->hb2, s->act);
-    cpu_swiglu(s->hb, s->hb2, c->n_ff);
-    cpu_matvec(&l->w_down, s->hb, s->xb2, s->act);
+    if (c->n_expert) {
+        moe_block(eng, l);
+        return;
+    }
+    cpu_matvec(eng->pool, &l->w_gate, s->xb, s->hb, s->act);
+    cpu_matvec(eng->pool, &l->w_up, s->xb, s->hb2, s->act);
+    if (c->ffn_gelu) cpu_geglu(s->hb, s->hb2, c->n_ff);
+    else cpu_swiglu(s->hb, s->hb2, c->n_ff);
+    cpu_matvec(eng->pool, &l->w_down, s->hb, s->xb2, s->act);
+    if (c->post_norms) cpu_rmsnorm(s->xb2, s->xb2, l->ffn_post_norm.data, c->n_embd, c->rms_eps);
     for (int i = 0; i < c->n_embd; i++) s->x[i] += s->xb2[i];
 }
 
-int engine_forward(seam_engine *eng, int token, int pos, float **logits, seam_error *e) {
+static int forward(seam_engine *eng, int token, int pos, bool prefill, float **logits, seam_error *e) {
     const seam_model *m = eng->model;
     const seam_config *c = &m->cfg;
     seam_state *s = &eng->s;
@@ -133,21 +190,43 @@ int engine_forward(seam_engine *eng, int token, int pos, float **logits, seam_er
         return seam_fail(e, "token id %d is outside the vocabulary (0..%d)", token, c->n_vocab - 1);
     if (pos < 0 || pos >= eng->n_ctx)
         return seam_fail(e, "position %d is past the context of %d tokens (raise -c)", pos, eng->n_ctx);
+    seam_token_time tt = {.token = eng->n_run++, .pos = pos, .prefill = prefill};
+    const double t_start = seam_now();
 
     // the token's embedding row, dequantised
     const seam_tensor *emb = &m->w.tok_embd;
     seam_dequantize_row(emb->type, (const uint8_t *)emb->data + (uint64_t)token * emb->row_bytes,
                         s->x, c->n_embd);
+    if (c->embd_scale != 1.0f) cpu_scale(s->x, c->embd_scale, c->n_embd);
 
+    const double t_layers = seam_now();
     for (int il = 0; il < c->n_layers; il++) {
         const seam_layer_weights *l = &m->w.layers[il];
         attention_block(eng, l, il, pos);
         ffn_block(eng, l);
     }
+    const double t_head = seam_now();
+    tt.segment_us[SEG_CPU] = 1e6 * (t_head - t_layers);
 
     // final norm and the output head
     cpu_rmsnorm(s->x, s->x, m->w.output_norm.data, c->n_embd, c->rms_eps);
-    cpu_matvec(&m->w.output, s->x, s->logits, s->act);
+    cpu_matvec(eng->pool, &m->w.output, s->x, s->logits, s->act);
+    if (c->logit_softcap > 0.0f)
+        for (int i = 0; i < c->n_vocab; i++) s->logits[i] = c->logit_softcap * tanhf(s->logits[i] / c->logit_softcap);
     *logits = s->logits;
+    const double t_end = seam_now();
+    tt.segment_us[SEG_HEAD] = 1e6 * (t_end - t_head);
+    tt.token_us = 1e6 * (t_end - t_start);
+    if (timeline_add_token(&eng->timeline, &tt)) return seam_fail(e, "out of memory for the timeline");
+    return 0;
+}
+
+int engine_forward(seam_engine *eng, int token, int pos, float **logits, seam_error *e) {
+    return forward(eng, token, pos, false, logits, e);
+}
+
+int engine_prefill(seam_engine *eng, const int *tokens, int n, int pos0, float **logits, seam_error *e) {
+    for (int i = 0; i < n; i++)
+        if (forward(eng, tokens[i], pos0 + i, true, logits, e)) return -1;
     return 0;
 }

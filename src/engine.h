@@ -2,8 +2,10 @@
 #ifndef SEAM_ENGINE_H
 #define SEAM_ENGINE_H
 
+#include "cpu/pool.h"
 #include "model.h"
 #include "quant.h"
+#include "timeline.h"
 
 // The activations of one token and the KV cache: everything the forward pass
 // writes. Shapes beside each buffer.
@@ -15,8 +17,10 @@ typedef struct {
     float *k;        // (n_kv_heads * head_dim)
     float *v;        // (n_kv_heads * head_dim)
     float *att;      // (n_ctx) attention scores of one head
-    float *hb;       // (n_ff) FFN gate, then the gated hidden layer
-    float *hb2;      // (n_ff) FFN up
+    float *hb;       // (max(n_ff, n_ff_exp)) FFN gate, then the gated hidden layer
+    float *hb2;      // (max(n_ff, n_ff_exp)) FFN up
+    float *router;   // (n_expert) the router's logits, then probabilities (MoE)
+    float *moe;      // (n_embd) the weighted sum of the chosen experts' outputs (MoE)
     float *logits;   // (n_vocab)
     void *act;       // quantised activation scratch (cpu_matvec_scratch_bytes of the widest input)
     seam_f16 *key_cache;    // (n_layers, n_ctx, n_kv_heads * head_dim)
@@ -26,11 +30,18 @@ typedef struct {
 typedef struct {
     const seam_model *model;
     int n_ctx;        // positions the KV cache holds
+    seam_pool *pool;  // the CPU layers' threads; NULL = the calling thread alone
     seam_state s;
+    seam_timeline timeline;  // every token's segments and crossings, in run order
+    int n_run;               // tokens run so far (the timeline's token index)
 } seam_engine;
 
 int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e);
 void engine_free(seam_engine *eng);
+
+// Runs the CPU layers on n_threads threads (the caller and n_threads - 1
+// workers; 1, the default after engine_init, = the calling thread alone).
+int engine_set_threads(seam_engine *eng, int n_threads, seam_error *e);
 
 // Bytes of KV cache and of activation scratch engine_init will allocate.
 uint64_t engine_kv_bytes(const seam_config *c, int n_ctx);
@@ -38,5 +49,9 @@ uint64_t engine_kv_bytes(const seam_config *c, int n_ctx);
 // Runs token at position pos (0 <= pos < n_ctx; earlier positions already in
 // the cache) and returns the logits (n_vocab), valid until the next call.
 int engine_forward(seam_engine *eng, int token, int pos, float **logits, seam_error *e);
+
+// Runs n prompt tokens at positions pos0.. and returns the logits after the
+// last; the timeline marks them as prefill.
+int engine_prefill(seam_engine *eng, const int *tokens, int n, int pos0, float **logits, seam_error *e);
 
 #endif

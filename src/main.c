@@ -11,12 +11,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "gguf.h"
 #include "model.h"
+#include "plan.h"
 #include "quant.h"
 #include "sampler.h"
+#include "tokenizer.h"
 
 #ifdef SEAM_HAVE_CUDA
 #include "seam_cuda.h"
@@ -27,10 +30,15 @@
 typedef struct {
     const char *model_path;
     const char *tokens;     // --tokens "1,2,3"
+    const char *prompt;     // -p "text"
     int n_predict;          // -n
     int n_ctx;              // -c
     int n_threads;          // -t
     int gpu_layers;         // -ngl; -1 = auto
+    uint64_t gpu_mem;       // --gpu-mem: plan for a GPU of this many bytes
+    int head;               // --head: -1 = with the last layer, DEV_CPU, DEV_GPU
+    bool cpu_moe;           // --cpu-moe
+    int n_cpu_moe;          // --n-cpu-moe
     uint64_t seed;
     float temperature;
     int top_k;
@@ -38,6 +46,7 @@ typedef struct {
     int print_ids;          // --ids
     const char *positional; // inspect FILE
     const char *out_path;   // logits -o FILE
+    const char *timeline_path;  // --timeline FILE.json
 } options;
 
 static void usage(FILE *f) {
@@ -48,23 +57,34 @@ static void usage(FILE *f) {
             "  run       generate from a prompt and report the time of each token\n"
             "  inspect   print a GGUF file's metadata, tensors and bytes read per token\n"
             "  logits    write the logits after every prompt token (float32 [n_tokens][n_vocab])\n"
+            "  plan      print where each layer goes and the memory each device needs\n"
+            "  chat      talk with the model, one line per turn (the cache keeps the conversation)\n"
+            "  tokenize  print the token ids of a text as the model sees it\n"
             "\n"
             "run options (default in brackets):\n"
             "  -m, --model FILE        GGUF model to load (required)\n"
+            "  -p, --prompt TEXT       prompt text, tokenised with the model's vocabulary\n"
             "      --tokens IDS        prompt as token ids, comma-separated (e.g. 1,2,3)\n"
             "  -n, --n-predict N       tokens to generate [32]\n"
             "  -c, --ctx-size N        context size in tokens: prompt + generated [512]\n"
-            "  -t, --threads N         CPU threads [1]\n"
+            "  -t, --threads N         CPU threads [all cores]\n"
             "  -ngl, --gpu-layers N    layers 0..N-1 on the GPU; 'auto' = as many as fit [0]\n"
+            "      --head cpu|gpu      where the output head runs [the device of the last layer]\n"
+            "      --cpu-moe           keep every layer's experts on the CPU (MoE models)\n"
+            "      --n-cpu-moe N       keep the experts of layers 0..N-1 on the CPU [0]\n"
+            "      --gpu-mem SIZE      plan for a GPU with SIZE bytes free (e.g. 12G) [the device's]\n"
             "      --seed N            sampler seed [0: a fixed default]\n"
             "      --temp T            temperature; 0 = greedy [0]\n"
             "      --top-k K           keep the K most likely tokens; 0 = off [0]\n"
             "      --top-p P           keep the smallest set with mass P; 1 = off [1]\n"
-            "      --ids               print generated token ids, space-separated, on one line\n"
+            "      --timeline FILE     write every crossing and token record as JSON\n"
+            "      --ids               print generated token ids (space-separated, one line), not text\n"
             "  -h, --help              this help\n"
             "\n"
             "  seam inspect FILE\n"
-            "  seam logits -m FILE --tokens IDS -o OUT.f32 [-c N]\n");
+            "  seam logits -m FILE (--tokens IDS | -p TEXT) -o OUT.f32 [-c N]\n"
+            "  seam tokenize -m FILE TEXT\n"
+            "  seam plan -m FILE [-ngl N|auto] [-c N] [--gpu-mem SIZE] [--head cpu|gpu] [--n-cpu-moe N]\n");
 }
 
 static int parse_long(const char *flag, const char *v, long lo, long hi, long *out) {
@@ -92,7 +112,8 @@ static int parse_float(const char *flag, const char *v, float lo, float hi, floa
 }
 
 static int parse_options(int argc, char **argv, options *o) {
-    *o = (options){.n_predict = 32, .n_ctx = 512, .n_threads = 1, .top_p = 1.0f};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    *o = (options){.n_predict = 32, .n_ctx = 512, .n_threads = cores > 0 ? (int)cores : 1, .top_p = 1.0f, .head = -1};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -104,6 +125,9 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (IS("-m") || IS("--model")) {
             if (!v) return fprintf(stderr, "seam: %s wants a file\n", a), -1;
             o->model_path = v, i++;
+        } else if (IS("-p") || IS("--prompt")) {
+            if (!v) return fprintf(stderr, "seam: %s wants a text\n", a), -1;
+            o->prompt = v, i++;
         } else if (IS("--tokens")) {
             if (!v) return fprintf(stderr, "seam: --tokens wants ids, e.g. 1,2,3\n"), -1;
             o->tokens = v, i++;
@@ -121,6 +145,20 @@ static int parse_options(int argc, char **argv, options *o) {
             else if (parse_long(a, v, 0, 100000, &x)) return -1;
             else o->gpu_layers = (int)x;
             i++;
+        } else if (IS("--gpu-mem")) {
+            if (!v || plan_parse_bytes(v, &o->gpu_mem) || o->gpu_mem == 0)
+                return fprintf(stderr, "seam: --gpu-mem wants a size such as 12G or 8000M (got '%s')\n", v ? v : ""), -1;
+            i++;
+        } else if (IS("--head")) {
+            if (v && !strcmp(v, "cpu")) o->head = DEV_CPU;
+            else if (v && !strcmp(v, "gpu")) o->head = DEV_GPU;
+            else return fprintf(stderr, "seam: --head wants cpu or gpu (got '%s')\n", v ? v : ""), -1;
+            i++;
+        } else if (IS("--cpu-moe")) {
+            o->cpu_moe = true;
+        } else if (IS("--n-cpu-moe")) {
+            if (parse_long(a, v, 0, SEAM_MAX_LAYERS, &x)) return -1;
+            o->n_cpu_moe = (int)x, i++;
         } else if (IS("--seed")) {
             if (parse_long(a, v, 0, LONG_MAX, &x)) return -1;
             o->seed = (uint64_t)x, i++;
@@ -139,6 +177,9 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (IS("-o") || IS("--output")) {
             if (!v) return fprintf(stderr, "seam: %s wants a file\n", a), -1;
             o->out_path = v, i++;
+        } else if (IS("--timeline")) {
+            if (!v) return fprintf(stderr, "seam: --timeline wants a file\n"), -1;
+            o->timeline_path = v, i++;
         } else if (IS("--ids")) {
             o->print_ids = 1;
         } else if (a[0] != '-' && !o->positional) {
@@ -190,36 +231,32 @@ static int parse_token_list(const char *s, int n_vocab, int **ids, int *n) {
     return 0;
 }
 
-// The number of GPU layers the run will use, or -1 with a message when the
-// request cannot be met on this machine.
-static int resolve_gpu_layers(const options *o, const seam_model *m) {
+// The plan for this machine: the GPU's free memory is the budget, or
+// --gpu-mem, which also plans for a GPU this machine does not have (`seam
+// plan`; running needs the real one). Prints it; -1 with a message when the
+// request cannot be met.
+static int make_plan(const options *o, const seam_model *m, bool will_run, seam_plan *p) {
+    seam_error err = {{0}};
+    seam_plan_request req = {.gpu_layers = o->gpu_layers, .n_cpu_moe = o->n_cpu_moe, .cpu_moe = o->cpu_moe,
+                             .head = o->head, .n_ctx = o->n_ctx};
     int n_devices = 0;
 #ifdef SEAM_HAVE_CUDA
     n_devices = seam_cuda_device_count();
+    seam_cuda_info info;
+    if (n_devices > 0 && seam_cuda_device_info(0, &info, &err) == 0) req.gpu_budget = info.free_bytes;
 #endif
-    if (o->gpu_layers == -1) {
-        if (n_devices == 0) fprintf(stderr, "seam: no CUDA device: --gpu-layers auto runs every layer on the CPU\n");
-        return 0;
+    if (o->gpu_mem) {
+        if (will_run && n_devices == 0)
+            return fprintf(stderr, "seam: --gpu-mem plans for a GPU, but running on one needs a CUDA device\n"), -1;
+        req.gpu_budget = o->gpu_mem;
     }
-    if (o->gpu_layers == 0) return 0;
-    if (o->gpu_layers > m->cfg.n_layers) {
-        fprintf(stderr, "seam: --gpu-layers %d is more than the model's %d layers\n", o->gpu_layers,
-                m->cfg.n_layers);
-        return -1;
-    }
-    if (n_devices == 0) {
-#ifdef SEAM_HAVE_CUDA
-        fprintf(stderr, "seam: --gpu-layers %d needs a CUDA device and none is present; use -ngl 0\n",
-                o->gpu_layers);
-#else
-        fprintf(stderr, "seam: --gpu-layers %d needs CUDA, and this seam was built without it; use -ngl 0\n",
-                o->gpu_layers);
-#endif
-        return -1;
-    }
-    fprintf(stderr, "seam: --gpu-layers %d: the CUDA layer split is not in this build yet; use -ngl 0\n",
-            o->gpu_layers);
-    return -1;
+    if (n_devices == 0 && o->gpu_layers == -1 && !o->gpu_mem)
+        fprintf(stderr, "seam: no CUDA device: --gpu-layers auto runs every layer on the CPU\n");
+    if (plan_make(p, m, &req, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
+    plan_print(p, stderr);
+    if (will_run && (p->gpu_layers > 0 || p->head == DEV_GPU))
+        return fprintf(stderr, "seam: the CUDA layer split is not in this build yet; use -ngl 0\n"), -1;
+    return 0;
 }
 
 // ---------------------------------------------------------------- run
@@ -228,6 +265,7 @@ static int resolve_gpu_layers(const options *o, const seam_model *m) {
 // engine whose context holds them and n_extra more.
 typedef struct {
     seam_model model;
+    seam_tokenizer *tok;  // NULL when the file's vocabulary cannot be read
     seam_engine eng;
     int *prompt;
     int n_prompt;
@@ -236,20 +274,48 @@ typedef struct {
 static void session_close(session *s) {
     engine_free(&s->eng);
     free(s->prompt);
+    tokenizer_free(s->tok);
     model_free(&s->model);
+}
+
+// The prompt from -p (tokenised as llama.cpp's tools do: BOS where the file
+// asks for it, control-token text recognised) or from --tokens.
+static int session_prompt(session *s, const options *o) {
+    if (o->tokens && o->prompt) return fprintf(stderr, "seam: give -p or --tokens, not both\n"), -1;
+    if (o->tokens) return parse_token_list(o->tokens, s->model.cfg.n_vocab, &s->prompt, &s->n_prompt);
+    if (!s->tok) return fprintf(stderr, "seam: this file's vocabulary could not be read; use --tokens\n"), -1;
+    seam_error err = {{0}};
+    int32_t *ids;
+    int n;
+    if (tokenizer_encode(s->tok, o->prompt, strlen(o->prompt), true, true, &ids, &n, &err))
+        return fprintf(stderr, "seam: %s\n", err.msg), -1;
+    if (n == 0) {
+        free(ids);
+        return fprintf(stderr, "seam: the prompt is empty\n"), -1;
+    }
+    s->prompt = malloc((size_t)n * sizeof *s->prompt);
+    for (int i = 0; s->prompt && i < n; i++) s->prompt[i] = ids[i];
+    free(ids);
+    s->n_prompt = n;
+    return s->prompt ? 0 : -1;
 }
 
 static int session_open(session *s, const options *o, int n_extra) {
     memset(s, 0, sizeof *s);
     if (!o->model_path) return fprintf(stderr, "seam: -m FILE is required\n"), -1;
-    if (!o->tokens) return fprintf(stderr, "seam: give a prompt with --tokens IDS\n"), -1;
+    if (!o->tokens && !o->prompt) return fprintf(stderr, "seam: give a prompt with -p TEXT or --tokens IDS\n"), -1;
     seam_error err = {{0}};
     double t0 = seam_now();
     if (model_load(&s->model, o->model_path, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
     const seam_config *c = &s->model.cfg;
     fprintf(stderr, "seam: loaded %s (%s, %d layers, n_embd %d, vocab %d) in %.2f s\n", o->model_path,
             c->arch_name, c->n_layers, c->n_embd, c->n_vocab, seam_now() - t0);
-    if (resolve_gpu_layers(o, &s->model) < 0 || parse_token_list(o->tokens, c->n_vocab, &s->prompt, &s->n_prompt)) {
+    if (tokenizer_load(&s->tok, &s->model.file, &err)) {
+        fprintf(stderr, "seam: no text: %s\n", err.msg);
+        s->tok = NULL;
+    }
+    seam_plan plan;
+    if (make_plan(o, &s->model, true, &plan) || session_prompt(s, o)) {
         session_close(s);
         return -1;
     }
@@ -259,12 +325,40 @@ static int session_open(session *s, const options *o, int n_extra) {
         session_close(s);
         return -1;
     }
-    if (engine_init(&s->eng, &s->model, o->n_ctx, &err)) {
+    if (engine_init(&s->eng, &s->model, o->n_ctx, &err) || engine_set_threads(&s->eng, o->n_threads, &err)) {
         fprintf(stderr, "seam: %s\n", err.msg);
         session_close(s);
         return -1;
     }
     return 0;
+}
+
+// Samples up to n_max tokens after `logits`, feeding each back at pos,
+// pos+1, ...; prints text (or ids) as it goes and stops after an
+// end-of-generation token, which is fed too so that the cache holds the whole
+// turn. Returns the number of tokens sampled, or -1 on error.
+static int generate(session *s, seam_sampler *sampler, float *logits, int *pos, int n_max, bool print_ids,
+                    seam_error *err) {
+    const bool text = s->tok && !print_ids;
+    int n = 0;
+    while (n < n_max) {
+        const int next = sampler_sample(sampler, logits);
+        n++;
+        const bool end = s->tok && tokenizer_is_eog(s->tok, next);
+        if (text && !end) {
+            char piece[256];
+            const int len = tokenizer_piece(s->tok, next, piece, sizeof piece, false);
+            fwrite(piece, 1, len > 0 ? (size_t)len : 0, stdout);
+        } else if (!text) {
+            printf(n > 1 ? " %d" : "%d", next);
+        }
+        fflush(stdout);
+        if ((n < n_max || end) && *pos < s->eng.n_ctx) {
+            if (engine_forward(&s->eng, next, (*pos)++, &logits, err)) return -1;
+        }
+        if (end) break;
+    }
+    return n;
 }
 
 static int cmd_run(const options *o) {
@@ -281,24 +375,106 @@ static int cmd_run(const options *o) {
     // prefill: the prompt, one token at a time
     float *logits = NULL;
     double t_prefill = seam_now();
-    for (int i = 0; i < ss.n_prompt; i++)
-        if (engine_forward(&ss.eng, ss.prompt[i], i, &logits, &err)) goto fail;
+    if (engine_prefill(&ss.eng, ss.prompt, ss.n_prompt, 0, &logits, &err)) goto fail;
     t_prefill = seam_now() - t_prefill;
 
-    // decode
     double t_decode = seam_now();
-    int pos = ss.n_prompt, n_generated = 0;
-    for (; n_generated < o->n_predict; n_generated++, pos++) {
-        const int next = sampler_sample(&sampler, logits);
-        printf(n_generated ? " %d" : "%d", next);
-        fflush(stdout);
-        if (n_generated + 1 < o->n_predict && engine_forward(&ss.eng, next, pos, &logits, &err)) goto fail;
-    }
-    if (n_generated) printf("\n");
+    int pos = ss.n_prompt;
+    const int n_generated = generate(&ss, &sampler, logits, &pos, o->n_predict, o->print_ids, &err);
+    if (n_generated < 0) goto fail;
+    printf("\n");
     t_decode = seam_now() - t_decode;
-    fprintf(stderr, "seam: prefill %d tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s (%.1f tok/s)\n",
-            ss.n_prompt, t_prefill, ss.n_prompt / t_prefill, n_generated, t_decode,
-            n_generated > 1 ? (n_generated - 1) / t_decode : 0.0);
+    const double gb = (double)model_bytes_per_token(&ss.model) / 1e9;
+    const int n_decoded = pos - ss.n_prompt;
+    fprintf(stderr, "seam: prefill %d tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s (%.1f tok/s, %.1f GB/s of weights)\n",
+            ss.n_prompt, t_prefill, ss.n_prompt / t_prefill, n_generated, t_decode, n_decoded / t_decode,
+            gb * n_decoded / t_decode);
+    timeline_report(&ss.eng.timeline, stderr);
+    if (o->timeline_path && timeline_write_json(&ss.eng.timeline, o->timeline_path, &err)) goto fail;
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "seam: %s\n", err.msg);
+done:
+    sampler_free(&sampler);
+    session_close(&ss);
+    return rc;
+}
+
+// ---------------------------------------------------------------- chat
+
+// A chat turn as the model was trained to see it. Gemma: <start_of_turn>
+// user / model ... <end_of_turn>; Qwen: ChatML <|im_start|> ... <|im_end|>.
+typedef struct {
+    const char *user_prefix;   // before the user's text
+    const char *user_suffix;   // after it: closes the turn and opens the model's
+    const char *turn_end;      // what closes the model's turn, after its end token
+} chat_template;
+
+static const chat_template GEMMA_CHAT = {"<start_of_turn>user\n", "<end_of_turn>\n<start_of_turn>model\n", "\n"};
+static const chat_template CHATML = {"<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n", "\n"};
+
+// Reads user turns from stdin, one line each, until end of input. The KV
+// cache carries the whole conversation: each turn prefills only its own
+// tokens, which the report after each turn shows.
+static int cmd_chat(const options *o) {
+    session ss;
+    memset(&ss, 0, sizeof ss);
+    seam_error err = {{0}};
+    if (!o->model_path) return fprintf(stderr, "seam chat: -m FILE is required\n"), 2;
+    if (model_load(&ss.model, o->model_path, &err)) return fprintf(stderr, "seam: %s\n", err.msg), 1;
+    const chat_template *tpl = ss.model.cfg.arch == ARCH_GEMMA3 ? &GEMMA_CHAT : &CHATML;
+    seam_sampler sampler = {0};
+    int rc = 1;
+    seam_plan plan;
+    if (tokenizer_load(&ss.tok, &ss.model.file, &err) || make_plan(o, &ss.model, true, &plan) ||
+        engine_init(&ss.eng, &ss.model, o->n_ctx, &err) || engine_set_threads(&ss.eng, o->n_threads, &err) ||
+        sampler_init(&sampler, ss.model.cfg.n_vocab, o->temperature, o->top_k, o->top_p, o->seed)) {
+        fprintf(stderr, "seam: %s\n", err.msg[0] ? err.msg : "cannot start the chat");
+        goto done;
+    }
+    fprintf(stderr, "seam: chat with %s; one line per turn, end with Ctrl-D\n", o->model_path);
+    int pos = 0;
+    float *logits = NULL;
+    char line[8192];
+    for (int turn = 1;; turn++) {
+        fprintf(stderr, "> ");
+        if (!fgets(line, sizeof line, stdin)) break;
+        line[strcspn(line, "\n")] = 0;
+        // BOS (where the file wants one) opens the conversation only
+        char turn_text[sizeof line + 128];
+        snprintf(turn_text, sizeof turn_text, "%s%s%s", tpl->user_prefix, line, tpl->user_suffix);
+        int32_t *ids = NULL;
+        int n_ids = 0;
+        if (tokenizer_encode(ss.tok, turn_text, strlen(turn_text), turn == 1, true, &ids, &n_ids, &err)) goto fail;
+        if (pos + n_ids + o->n_predict > o->n_ctx) {
+            free(ids);
+            fprintf(stderr, "seam: the conversation would pass the context of %d tokens; raise -c\n", o->n_ctx);
+            break;
+        }
+        const double t0 = seam_now();
+        for (int i = 0; i < n_ids; i++)
+            if (engine_forward(&ss.eng, ids[i], pos++, &logits, &err)) {
+                free(ids);
+                goto fail;
+            }
+        free(ids);
+        const double t_prefill = seam_now() - t0;
+        const int pos_before = pos;
+        const double t1 = seam_now();
+        if (generate(&ss, &sampler, logits, &pos, o->n_predict, false, &err) < 0) goto fail;
+        printf("\n");
+        fprintf(stderr, "seam: turn %d: prefilled %d new tokens in %.2f s (cache held %d before), generated %d in %.2f s\n",
+                turn, n_ids, t_prefill, pos_before - n_ids, pos - pos_before, seam_now() - t1);
+        // close the model's turn in the cache, so the next turn follows it
+        if (tokenizer_encode(ss.tok, tpl->turn_end, strlen(tpl->turn_end), false, true, &ids, &n_ids, &err)) goto fail;
+        for (int i = 0; i < n_ids && pos < o->n_ctx; i++)
+            if (engine_forward(&ss.eng, ids[i], pos++, &logits, &err)) {
+                free(ids);
+                goto fail;
+            }
+        free(ids);
+    }
     rc = 0;
     goto done;
 fail:
@@ -342,6 +518,48 @@ done:
     }
     session_close(&ss);
     return rc;
+}
+
+// ---------------------------------------------------------------- tokenize
+
+static int cmd_tokenize(const options *o) {
+    const char *text = o->prompt ? o->prompt : o->positional;
+    if (!o->model_path || !text) return fprintf(stderr, "seam tokenize: -m FILE and a text are required\n"), 2;
+    seam_error err = {{0}};
+    gguf_file f;
+    seam_tokenizer *tok = NULL;
+    if (gguf_open(&f, o->model_path, &err) || tokenizer_load(&tok, &f, &err)) {
+        fprintf(stderr, "seam: %s\n", err.msg);
+        if (f.base) gguf_close(&f);
+        return 1;
+    }
+    gguf_close(&f);
+    int32_t *ids;
+    int n;
+    int rc = tokenizer_encode(tok, text, strlen(text), true, true, &ids, &n, &err);
+    if (rc == 0) {
+        for (int i = 0; i < n; i++) printf(i ? " %d" : "%d", ids[i]);
+        printf("\n");
+        free(ids);
+    } else {
+        fprintf(stderr, "seam: %s\n", err.msg);
+    }
+    tokenizer_free(tok);
+    return rc ? 1 : 0;
+}
+
+// ---------------------------------------------------------------- plan
+
+static int cmd_plan(const options *o) {
+    const char *path = o->model_path ? o->model_path : o->positional;
+    if (!path) return fprintf(stderr, "seam plan: -m FILE is required\n"), 2;
+    seam_error err = {{0}};
+    seam_model m;
+    if (model_load(&m, path, &err)) return fprintf(stderr, "seam: %s\n", err.msg), 1;
+    seam_plan p;
+    const int rc = make_plan(o, &m, false, &p);
+    model_free(&m);
+    return rc ? 1 : 0;
 }
 
 // ---------------------------------------------------------------- inspect
@@ -420,6 +638,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "run")) return cmd_run(&o);
     if (!strcmp(cmd, "inspect")) return cmd_inspect(&o);
     if (!strcmp(cmd, "logits")) return cmd_logits(&o);
+    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(&o);
+    if (!strcmp(cmd, "chat")) return cmd_chat(&o);
+    if (!strcmp(cmd, "plan")) return cmd_plan(&o);
     fprintf(stderr, "seam: unknown command '%s' (see seam --help)\n", cmd);
     return 2;
 }

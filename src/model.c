@@ -1,6 +1,7 @@
 // model.c — configuration from GGUF metadata and weights bound by name.
 #include "model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@ static const struct {
     {"llama", ARCH_LLAMA},
     {"qwen2", ARCH_QWEN2},
     {"qwen3", ARCH_QWEN3},
+    {"gemma3", ARCH_GEMMA3},
+    {"qwen3moe", ARCH_QWEN3MOE},
 };
 
 // Reads "{arch}.{suffix}" as u32 (or f32), with an optional default.
@@ -36,6 +39,55 @@ static int arch_f32(const gguf_file *f, const char *arch, const char *suffix, fl
     return gguf_get_f32_or(f, key, def, out, e);
 }
 
+// Linear RoPE scaling divides every angle by the factor; other kinds are
+// refused rather than run wrong.
+static int read_rope_scaling(const gguf_file *f, seam_config *c, seam_error *e) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", c->arch_name);
+    c->rope_scale = 1.0f;
+    if (!gguf_find_kv(f, key)) return 0;
+    gguf_str type;
+    if (gguf_get_str(f, key, &type, e)) return -1;
+    if (gguf_str_eq(type, "none")) return 0;
+    if (!gguf_str_eq(type, "linear"))
+        return seam_fail(e, "%s = '%.*s': only linear RoPE scaling is supported", key,
+                         (int)(type.len > 32 ? 32 : type.len), type.ptr);
+    float factor;
+    if (arch_f32(f, c->arch_name, "rope.scaling.factor", 1.0f, &factor, e)) return -1;
+    if (!(factor > 0.0f)) return seam_fail(e, "%s: rope.scaling.factor must be positive", c->arch_name);
+    c->rope_scale = 1.0f / factor;
+    return 0;
+}
+
+// gemma3's sliding-window layers: every layer but each sixth (il % 6 < 5)
+// sees only the last attention.sliding_window positions and rotates with
+// its own base, as llama.cpp's set_swa_pattern(6) and freq_base_swa.
+static int read_sliding_window(const gguf_file *f, seam_config *c, seam_error *e) {
+    memset(c->layer_swa, 0, sizeof c->layer_swa);
+    c->rope_base_swa = c->rope_base;
+    if (c->arch != ARCH_GEMMA3) return 0;
+    if (arch_u32(f, c->arch_name, "attention.sliding_window", 0, 0, &c->n_swa, e)) return -1;
+    if (c->n_swa == 0) return 0;
+    int pattern = 0;
+    if (arch_u32(f, c->arch_name, "attention.sliding_window_pattern", 0, 6, &pattern, e)) return -1;
+    for (int il = 0; il < c->n_layers; il++) c->layer_swa[il] = pattern == 0 || il % pattern < pattern - 1;
+    return arch_f32(f, c->arch_name, "rope.freq_base_swa", 10000.0f, &c->rope_base_swa, e);
+}
+
+static int read_experts(const gguf_file *f, seam_config *c, seam_error *e) {
+    const char *a = c->arch_name;
+    if (arch_u32(f, a, "expert_count", 1, 0, &c->n_expert, e) ||
+        arch_u32(f, a, "expert_used_count", 1, 0, &c->n_expert_used, e) ||
+        arch_u32(f, a, "expert_feed_forward_length", 1, 0, &c->n_ff_exp, e))
+        return -1;
+    if (c->n_expert < 1 || c->n_expert > 1024 || c->n_expert_used < 1 || c->n_expert_used > c->n_expert ||
+        c->n_ff_exp < 1)
+        return seam_fail(e, "%s: expert_count %d, expert_used_count %d, expert_feed_forward_length %d: need "
+                            "1 <= used <= count <= 1024 and a positive width", a, c->n_expert, c->n_expert_used,
+                         c->n_ff_exp);
+    return 0;
+}
+
 static int read_config(const gguf_file *f, seam_config *c, seam_error *e) {
     gguf_str arch;
     if (gguf_get_str(f, "general.architecture", &arch, e)) return -1;
@@ -48,7 +100,7 @@ static int read_config(const gguf_file *f, seam_config *c, seam_error *e) {
         }
     }
     if (!found)
-        return seam_fail(e, "architecture '%.*s' is not supported (seam runs llama, qwen2, qwen3)",
+        return seam_fail(e, "architecture '%.*s' is not supported (seam runs llama, qwen2, qwen3, gemma3, qwen3moe)",
                          (int)(arch.len > 64 ? 64 : arch.len), arch.ptr);
     const char *a = c->arch_name;
     if (arch_u32(f, a, "block_count", 1, 0, &c->n_layers, e) ||
@@ -82,10 +134,20 @@ static int read_config(const gguf_file *f, seam_config *c, seam_error *e) {
                          c->rope_dim, c->head_dim);
     if (!(c->rms_eps > 0.0f) || !(c->rope_base > 0.0f))
         return seam_fail(e, "%s: layer_norm_rms_epsilon and rope.freq_base must be positive", a);
+    if (c->n_layers > SEAM_MAX_LAYERS)
+        return seam_fail(e, "%s: block_count %d is more than seam's limit of %d", a, c->n_layers, SEAM_MAX_LAYERS);
+    if (c->arch == ARCH_QWEN3MOE && read_experts(f, c, e)) return -1;
     c->rope_neox = c->arch != ARCH_LLAMA;  // as llama.cpp's rope type per architecture
-    c->qk_norm = c->arch == ARCH_QWEN3;
+    c->qk_norm = c->arch == ARCH_QWEN3 || c->arch == ARCH_GEMMA3 || c->arch == ARCH_QWEN3MOE;
     c->qkv_bias = c->arch == ARCH_QWEN2;
-    return 0;
+    c->post_norms = c->ffn_gelu = c->arch == ARCH_GEMMA3;
+    c->embd_scale = c->arch == ARCH_GEMMA3 ? sqrtf((float)c->n_embd) : 1.0f;
+    // gemma3 scales q by 1/sqrt(head_dim) before attention and the scores by 1;
+    // the others scale the scores.
+    c->q_scale = c->arch == ARCH_GEMMA3 ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
+    c->kq_scale = c->arch == ARCH_GEMMA3 ? 1.0f : 1.0f / sqrtf((float)c->head_dim);
+    if (arch_f32(f, a, "final_logit_softcapping", 0.0f, &c->logit_softcap, e)) return -1;
+    return read_rope_scaling(f, c, e) || read_sliding_window(f, c, e) ? -1 : 0;
 }
 
 // Binds tensor `name` and checks it is (rows, cols); rows == 1 means a vector.
@@ -131,15 +193,31 @@ static int bind_layer(const gguf_file *f, const seam_config *c, int il, seam_lay
     const int64_t q_dim = (int64_t)c->n_heads * c->head_dim;
     const int64_t kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
 #define NAME(suffix) (snprintf(n, sizeof n, "blk.%d." suffix, il), n)
+    if (c->n_expert) {
+        const int64_t ne = c->n_expert;
+        if (bind(f, &l->ffn_gate_inp, NAME("ffn_gate_inp.weight"), ne, c->n_embd, false, e) ||
+            bind(f, &l->ffn_gate_exps, NAME("ffn_gate_exps.weight"), ne * c->n_ff_exp, c->n_embd, false, e) ||
+            bind(f, &l->ffn_up_exps, NAME("ffn_up_exps.weight"), ne * c->n_ff_exp, c->n_embd, false, e) ||
+            bind(f, &l->ffn_down_exps, NAME("ffn_down_exps.weight"), ne * c->n_embd, c->n_ff_exp, false, e))
+            return -1;
+        if (l->ffn_gate_inp.type != GGML_TYPE_F32)
+            return seam_fail(e, "tensor 'blk.%d.ffn_gate_inp.weight' has type %s, expected F32", il,
+                             ggml_type_name(l->ffn_gate_inp.type));
+    } else if (bind(f, &l->w_gate, NAME("ffn_gate.weight"), c->n_ff, c->n_embd, false, e) ||
+               bind(f, &l->w_up, NAME("ffn_up.weight"), c->n_ff, c->n_embd, false, e) ||
+               bind(f, &l->w_down, NAME("ffn_down.weight"), c->n_embd, c->n_ff, false, e)) {
+        return -1;
+    }
     if (bind_f32_vector(f, &l->attn_norm, NAME("attn_norm.weight"), c->n_embd, false, e) ||
         bind(f, &l->wq, NAME("attn_q.weight"), q_dim, c->n_embd, false, e) ||
         bind(f, &l->wk, NAME("attn_k.weight"), kv_dim, c->n_embd, false, e) ||
         bind(f, &l->wv, NAME("attn_v.weight"), kv_dim, c->n_embd, false, e) ||
         bind(f, &l->wo, NAME("attn_output.weight"), c->n_embd, q_dim, false, e) ||
-        bind_f32_vector(f, &l->ffn_norm, NAME("ffn_norm.weight"), c->n_embd, false, e) ||
-        bind(f, &l->w_gate, NAME("ffn_gate.weight"), c->n_ff, c->n_embd, false, e) ||
-        bind(f, &l->w_up, NAME("ffn_up.weight"), c->n_ff, c->n_embd, false, e) ||
-        bind(f, &l->w_down, NAME("ffn_down.weight"), c->n_embd, c->n_ff, false, e))
+        bind_f32_vector(f, &l->ffn_norm, NAME("ffn_norm.weight"), c->n_embd, false, e))
+        return -1;
+    if (c->post_norms &&
+        (bind_f32_vector(f, &l->attn_post_norm, NAME("post_attention_norm.weight"), c->n_embd, false, e) ||
+         bind_f32_vector(f, &l->ffn_post_norm, NAME("post_ffw_norm.weight"), c->n_embd, false, e)))
         return -1;
     if (c->qk_norm && (bind_f32_vector(f, &l->q_norm, NAME("attn_q_norm.weight"), c->head_dim, false, e) ||
                        bind_f32_vector(f, &l->k_norm, NAME("attn_k_norm.weight"), c->head_dim, false, e)))
@@ -204,18 +282,41 @@ void model_free(seam_model *m) {
     gguf_close(&m->file);
 }
 
-uint64_t model_layer_bytes(const seam_model *m, int il) {
+seam_tensor tensor_rows(const seam_tensor *t, int64_t first, int64_t n) {
+    seam_tensor v = *t;
+    v.rows = n;
+    v.n_bytes = (uint64_t)n * t->row_bytes;
+    v.data = (const uint8_t *)t->data + (uint64_t)first * t->row_bytes;
+    return v;
+}
+
+// Bytes of the layer's tensors outside the experts, and of its experts.
+static void layer_bytes(const seam_model *m, int il, uint64_t *dense, uint64_t *experts) {
     const seam_layer_weights *l = &m->w.layers[il];
-    const seam_tensor *all[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->bq, &l->bk, &l->bv,
-                                &l->q_norm, &l->k_norm, &l->wo, &l->ffn_norm, &l->w_gate,
-                                &l->w_up, &l->w_down};
-    uint64_t sum = 0;
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sum += all[i]->data ? all[i]->n_bytes : 0;
-    return sum;
+    const seam_tensor *shared[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->bq, &l->bk, &l->bv,
+                                   &l->q_norm, &l->k_norm, &l->wo, &l->attn_post_norm, &l->ffn_norm,
+                                   &l->w_gate, &l->w_up, &l->w_down, &l->ffn_post_norm, &l->ffn_gate_inp};
+    const seam_tensor *routed[] = {&l->ffn_gate_exps, &l->ffn_up_exps, &l->ffn_down_exps};
+    *dense = *experts = 0;
+    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++) *dense += shared[i]->data ? shared[i]->n_bytes : 0;
+    for (size_t i = 0; i < sizeof routed / sizeof routed[0]; i++) *experts += routed[i]->data ? routed[i]->n_bytes : 0;
+}
+
+uint64_t model_layer_bytes(const seam_model *m, int il) {
+    uint64_t dense, experts;
+    layer_bytes(m, il, &dense, &experts);
+    return dense + experts;
+}
+
+uint64_t model_layer_active_bytes(const seam_model *m, int il) {
+    uint64_t dense, experts;
+    layer_bytes(m, il, &dense, &experts);
+    const seam_config *c = &m->cfg;
+    return dense + (c->n_expert ? experts / (uint64_t)c->n_expert * (uint64_t)c->n_expert_used : 0);
 }
 
 uint64_t model_bytes_per_token(const seam_model *m) {
     uint64_t sum = m->w.tok_embd.row_bytes + m->w.output_norm.n_bytes + m->w.output.n_bytes;
-    for (int il = 0; il < m->cfg.n_layers; il++) sum += model_layer_bytes(m, il);
+    for (int il = 0; il < m->cfg.n_layers; il++) sum += model_layer_active_bytes(m, il);
     return sum;
 }

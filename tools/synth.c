@@ -26,6 +26,7 @@ typedef struct {
     char arch[32];
     char name[128];
     int n_layers, n_embd, n_ff, n_heads, n_kv_heads, head_dim, n_vocab, n_ctx;
+    int n_expert, n_expert_used, n_ff_exp;  // qwen3moe
     float rms_eps, rope_base;
     uint64_t seed;
     char ftype[16];
@@ -38,7 +39,8 @@ static const char *ARCH_KEYS[] = {
     "block_count",          "embedding_length",    "feed_forward_length",
     "attention.head_count", "attention.head_count_kv", "attention.key_length",
     "attention.value_length", "attention.layer_norm_rms_epsilon", "rope.freq_base",
-    "context_length",
+    "context_length",       "expert_count",        "expert_used_count",
+    "expert_feed_forward_length",
 };
 
 static int parse_int(const char *v, int lo, int hi, int *out) {
@@ -71,6 +73,9 @@ static int set_arch_key(shape *sh, const char *k, const char *v) {
     else if (!strcmp(k, "attention.key_length") || !strcmp(k, "attention.value_length"))
         sh->head_dim = iv, sh->set_head_dim = 1;
     else if (!strcmp(k, "context_length")) sh->n_ctx = iv, sh->set_ctx = 1;
+    else if (!strcmp(k, "expert_count")) sh->n_expert = iv;
+    else if (!strcmp(k, "expert_used_count")) sh->n_expert_used = iv;
+    else if (!strcmp(k, "expert_feed_forward_length")) sh->n_ff_exp = iv;
     return 0;
 }
 
@@ -114,9 +119,10 @@ static int read_shape(const char *path, shape *sh) {
     }
     fclose(f);
     if (rc) return -1;
-    if (strcmp(sh->arch, "llama") && strcmp(sh->arch, "qwen2") && strcmp(sh->arch, "qwen3"))
-        return fprintf(stderr, "%s: general.architecture must be llama, qwen2 or qwen3 (got '%s')\n", path,
-                       sh->arch), -1;
+    if (strcmp(sh->arch, "llama") && strcmp(sh->arch, "qwen2") && strcmp(sh->arch, "qwen3") &&
+        strcmp(sh->arch, "qwen3moe"))
+        return fprintf(stderr, "%s: general.architecture must be llama, qwen2, qwen3 or qwen3moe (got '%s')\n",
+                       path, sh->arch), -1;
     size_t alen = strlen(sh->arch);
     for (int i = 0; i < n_pending; i++) {
         const char *k = pending[i][0];
@@ -131,7 +137,12 @@ static int read_shape(const char *path, shape *sh) {
     const char *missing = !sh->n_layers ? "block_count" : !sh->n_embd ? "embedding_length"
                           : !sh->n_ff ? "feed_forward_length" : !sh->n_heads ? "attention.head_count"
                           : !sh->n_vocab ? "vocab_size" : !sh->ftype[0] ? "ftype" : NULL;
+    if (!missing && !strcmp(sh->arch, "qwen3moe"))
+        missing = !sh->n_expert ? "expert_count" : !sh->n_expert_used ? "expert_used_count"
+                  : !sh->n_ff_exp ? "expert_feed_forward_length" : NULL;
     if (missing) return fprintf(stderr, "%s: missing key '%s'\n", path, missing), -1;
+    if (sh->n_expert_used > sh->n_expert)
+        return fprintf(stderr, "%s: expert_used_count exceeds expert_count\n", path), -1;
     if (!sh->set_kv_heads) sh->n_kv_heads = sh->n_heads;
     if (!sh->set_head_dim) sh->head_dim = sh->n_embd / sh->n_heads;
     if (!sh->set_ctx) sh->n_ctx = 4096;
@@ -145,6 +156,7 @@ static int read_shape(const char *path, shape *sh) {
 
 // ---------------------------------------------------------------- tensor types
 
+// T_NORM covers every tensor kept in F32: norms, biases, the MoE router.
 typedef enum { T_NORM, T_EMBD, T_OUTPUT, T_ATTN_QKO, T_ATTN_V, T_FFN_GU, T_FFN_DOWN } tensor_class;
 
 // llama.cpp's use_more_bits: the first and last eighth of the layers, and
@@ -192,7 +204,8 @@ typedef struct {
     char name[64];
     tensor_class cls;
     int layer;
-    int64_t rows, cols;
+    int64_t rows, cols;  // rows of all experts together for the expert tensors
+    int64_t experts;     // > 1: a 3-D tensor [cols, rows / experts, experts]
     uint32_t type;
     float scale;   // standard deviation of the weights (or of the noise around 1 for norms)
     float center;  // 1 for norms, 0 otherwise
@@ -389,7 +402,7 @@ static int add_tensor(tensor_spec *ts, int *n, const shape *sh, const char *name
                       int64_t rows, int64_t cols, float scale) {
     tensor_spec *t = &ts[(*n)++];
     snprintf(t->name, sizeof t->name, "%s", name);
-    t->cls = cls, t->layer = il, t->rows = rows, t->cols = cols;
+    t->cls = cls, t->layer = il, t->rows = rows, t->cols = cols, t->experts = 1;
     t->center = cls == T_NORM ? 1.0f : 0.0f;
     t->scale = scale;
     if (pick_type(sh->ftype, cls, il, sh->n_layers, cols, &t->type)) {
@@ -452,15 +465,30 @@ int main(int argc, char **argv) {
             rc |= T("attn_v.bias", T_NORM, 1, kv_dim, 0.1f);
             ts[n - 1].center = 0.0f;
         }
-        if (!strcmp(sh.arch, "qwen3")) {
+        if (!strcmp(sh.arch, "qwen3") || !strcmp(sh.arch, "qwen3moe")) {
             rc |= T("attn_q_norm.weight", T_NORM, 1, sh.head_dim, 0.1f);
             rc |= T("attn_k_norm.weight", T_NORM, 1, sh.head_dim, 0.1f);
         }
         rc |= T("attn_output.weight", T_ATTN_QKO, E, q_dim, 1.0f / sqrtf((float)q_dim));
         rc |= T("ffn_norm.weight", T_NORM, 1, E, 0.1f);
-        rc |= T("ffn_gate.weight", T_FFN_GU, F, E, 1.0f / sqrtf((float)E));
-        rc |= T("ffn_up.weight", T_FFN_GU, F, E, 1.0f / sqrtf((float)E));
-        rc |= T("ffn_down.weight", T_FFN_DOWN, E, F, 1.0f / sqrtf((float)F));
+        if (sh.n_expert) {
+            // Router logits spread by ~4 so that the top-k experts are well
+            // separated from the rest: a near-tie would let rounding pick a
+            // different expert in two engines.
+            const int64_t X = sh.n_expert, FX = sh.n_ff_exp;
+            rc |= T("ffn_gate_inp.weight", T_NORM, X, E, 4.0f / sqrtf((float)E));
+            ts[n - 1].center = 0.0f;
+            rc |= T("ffn_gate_exps.weight", T_FFN_GU, X * FX, E, 1.0f / sqrtf((float)E));
+            ts[n - 1].experts = X;
+            rc |= T("ffn_up_exps.weight", T_FFN_GU, X * FX, E, 1.0f / sqrtf((float)E));
+            ts[n - 1].experts = X;
+            rc |= T("ffn_down_exps.weight", T_FFN_DOWN, X * E, FX, 1.0f / sqrtf((float)FX));
+            ts[n - 1].experts = X;
+        } else {
+            rc |= T("ffn_gate.weight", T_FFN_GU, F, E, 1.0f / sqrtf((float)E));
+            rc |= T("ffn_up.weight", T_FFN_GU, F, E, 1.0f / sqrtf((float)E));
+            rc |= T("ffn_down.weight", T_FFN_DOWN, E, F, 1.0f / sqrtf((float)F));
+        }
 #undef T
     }
     rc |= add_tensor(ts, &n, &sh, "output_norm.weight", T_NORM, 0, 1, E, 0.1f);
@@ -490,6 +518,11 @@ int main(int argc, char **argv) {
     gguf_w_u32(w, AK("attention.value_length"), (uint32_t)sh.head_dim);
     gguf_w_f32(w, AK("attention.layer_norm_rms_epsilon"), sh.rms_eps);
     gguf_w_f32(w, AK("rope.freq_base"), sh.rope_base);
+    if (sh.n_expert) {
+        gguf_w_u32(w, AK("expert_count"), (uint32_t)sh.n_expert);
+        gguf_w_u32(w, AK("expert_used_count"), (uint32_t)sh.n_expert_used);
+        gguf_w_u32(w, AK("expert_feed_forward_length"), (uint32_t)sh.n_ff_exp);
+    }
     gguf_w_u32(w, AK("rope.dimension_count"), (uint32_t)sh.head_dim);
 #undef AK
     gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
@@ -503,8 +536,9 @@ int main(int argc, char **argv) {
     gguf_w_bool(w, "tokenizer.ggml.add_bos_token", false);
 
     for (int i = 0; i < n; i++) {
-        const uint64_t ne[2] = {(uint64_t)ts[i].cols, (uint64_t)ts[i].rows};
-        gguf_w_tensor(w, ts[i].name, ts[i].type, ts[i].rows == 1 ? 1 : 2, ne);
+        const uint64_t x = (uint64_t)ts[i].experts;
+        const uint64_t ne[3] = {(uint64_t)ts[i].cols, (uint64_t)ts[i].rows / x, x};
+        gguf_w_tensor(w, ts[i].name, ts[i].type, x > 1 ? 3 : ts[i].rows == 1 ? 1 : 2, ne);
     }
 
     seam_error err = {{0}};

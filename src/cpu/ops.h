@@ -8,14 +8,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cpu/pool.h"
 #include "model.h"
 #include "quant.h"
 
 // out (w->rows) = W (w->rows, w->cols) @ x (w->cols). x is quantised once to
 // the weight type's activation format into `scratch`, which must hold
-// cpu_matvec_scratch_bytes(w->cols) bytes; then each row is one seam_vec_dot.
-// Bandwidth-bound: every weight byte is read once.
-void cpu_matvec(const seam_tensor *w, const float *x, float *out, void *scratch);
+// cpu_matvec_scratch_bytes(w->cols) bytes; then each row is one dot product
+// (the fastest kernel of cpu/kernels.h, bitwise seam_vec_dot for the quantised
+// types), rows shared out over the pool's threads (NULL: the calling thread).
+// Bandwidth-bound: every weight byte is read once, straight from the mapping.
+void cpu_matvec(seam_pool *pool, const seam_tensor *w, const float *x, float *out, void *scratch);
 uint64_t cpu_matvec_scratch_bytes(int64_t cols);
 
 // out = x / rms(x) * weight, as ggml_rms_norm then ggml_mul: the sum of
@@ -24,20 +27,33 @@ void cpu_rmsnorm(float *out, const float *x, const float *weight, int n, float e
 
 // Rotates the first rope_dim dimensions of each of n_heads heads of vec
 // (n_heads, head_dim) for position pos. Angles follow ggml's rope cache:
-// theta starts at pos and is multiplied by base^(-2/rope_dim) per pair.
-// NEOX pairs (i, i + rope_dim/2); normal pairs (2i, 2i+1).
-void cpu_rope(float *vec, int n_heads, int head_dim, int rope_dim, int pos, float base, bool neox);
+// theta starts at pos and is multiplied by base^(-2/rope_dim) per pair; the
+// angle used is freq_scale * theta (linear scaling). NEOX pairs
+// (i, i + rope_dim/2); normal pairs (2i, 2i+1).
+void cpu_rope(float *vec, int n_heads, int head_dim, int rope_dim, int pos, float base, float freq_scale,
+              bool neox);
 
 // One query head against the cached keys and values of its KV head:
-//   out (head_dim) = softmax(q . K[0..n_pos) * scale) @ V[0..n_pos)
-// K and V are f16 rows (n_pos, stride); att (n_pos) is scratch. As llama.cpp's
-// attention without flash attention: q rounded to f16 for the dot, softmax in
-// f32, the weights rounded to f16 before the weighted sum of V.
-void cpu_attention_head(float *out, const float *q, const seam_f16 *k_cache, const seam_f16 *v_cache,
-                        int n_pos, int head_dim, int64_t stride, float scale, float *att);
+//   out (head_dim) = softmax(q . K[t0..t1) * scale) @ V[t0..t1)
+// K and V are f16 rows (position, stride); att (t1 - t0) is scratch. As
+// llama.cpp's attention without flash attention: q rounded to f16 for the
+// dot, softmax in f32, the weights rounded to f16 before the sum over V.
+void cpu_attention_head(float *out, const float *q, const seam_f16 *k_cache, const seam_f16 *v_cache, int t0,
+                        int t1, int head_dim, int64_t stride, float scale, float *att);
 
 // SwiGLU: gate[i] = silu(gate[i]) * up[i].
 void cpu_swiglu(float *gate, const float *up, int n);
+
+// GEGLU: gate[i] = gelu(gate[i]) * up[i], GELU in its tanh form looked up in
+// f16 as ggml does (the input rounded to f16, the result an f16 value).
+void cpu_geglu(float *gate, const float *up, int n);
+
+// x[i] *= s
+void cpu_scale(float *x, float s, int n);
+
+// The indices of the k largest of x (n), largest first; ties go to the lower
+// index.
+void cpu_top_k(const float *x, int n, int k, int *out);
 
 // Softmax in place.
 void cpu_softmax(float *x, int n);

@@ -1,0 +1,147 @@
+// plan.c — placement of layers and tensor classes, and the memory it costs.
+#include "plan.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Working memory beyond the activations: cuBLAS workspace, CUDA graph and
+// the quantised activation buffers. A round figure, checked after loading.
+#define GPU_RESERVE (64ull << 20)
+
+static uint64_t tensor_bytes(const seam_tensor *t) { return t->data ? t->n_bytes : 0; }
+
+// Bytes of layer il outside its routed experts, and of its experts.
+static void layer_split(const seam_model *m, int il, uint64_t *shared, uint64_t *experts) {
+    const seam_layer_weights *l = &m->w.layers[il];
+    *experts = tensor_bytes(&l->ffn_gate_exps) + tensor_bytes(&l->ffn_up_exps) + tensor_bytes(&l->ffn_down_exps);
+    *shared = model_layer_bytes(m, il) - *experts;
+}
+
+static uint64_t kv_bytes_per_layer(const seam_config *c, int n_ctx) {
+    return 2ull * (uint64_t)n_ctx * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * 2;  // f16
+}
+
+// The activations one token needs on a device that runs any layer.
+static uint64_t activation_bytes(const seam_config *c, int n_ctx) {
+    const uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim, kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
+    const uint64_t hidden = (uint64_t)(c->n_ff > c->n_ff_exp ? c->n_ff : c->n_ff_exp);
+    return 4 * (4 * (uint64_t)c->n_embd + 2 * q_dim + 2 * kv_dim + 2 * hidden + (uint64_t)c->n_heads * n_ctx +
+                (uint64_t)c->n_expert);
+}
+
+// Fills p for exactly n GPU layers (no budget check).
+static void place(seam_plan *p, const seam_model *m, const seam_plan_request *req, int n) {
+    const seam_config *c = &m->cfg;
+    memset(p, 0, sizeof *p);
+    p->n_layers = c->n_layers;
+    p->gpu_layers = n;
+    p->n_ctx = req->n_ctx;
+    p->budget[DEV_GPU] = req->gpu_budget;
+    for (int il = 0; il < c->n_layers; il++) {
+        p->layer[il] = il < n ? DEV_GPU : DEV_CPU;
+        const bool experts_on_cpu = req->cpu_moe || il < req->n_cpu_moe;
+        p->experts[il] = p->layer[il] == DEV_GPU && !experts_on_cpu ? DEV_GPU : DEV_CPU;
+        uint64_t shared, experts;
+        layer_split(m, il, &shared, &experts);
+        p->weights[p->layer[il]] += shared;
+        p->weights[p->experts[il]] += experts;
+        p->kv[p->layer[il]] += kv_bytes_per_layer(c, req->n_ctx);
+    }
+    p->head = req->head >= 0 ? (seam_device)req->head : n == c->n_layers && n > 0 ? DEV_GPU : DEV_CPU;
+    p->weights[p->head] += tensor_bytes(&m->w.output_norm) + tensor_bytes(&m->w.output);
+    p->weights[DEV_CPU] += m->w.tied_output && p->head == DEV_CPU ? 0 : tensor_bytes(&m->w.tok_embd);
+    // every device that runs a layer or the head needs activations; the
+    // device holding the head also needs the logits
+    for (int d = 0; d < DEV_COUNT; d++) {
+        const bool used = d == DEV_CPU ? n < c->n_layers || p->head == DEV_CPU : n > 0 || p->head == DEV_GPU;
+        if (used) p->scratch[d] = activation_bytes(c, req->n_ctx);
+    }
+    p->scratch[p->head] += 4ull * (uint64_t)c->n_vocab;
+    if (n > 0 || p->head == DEV_GPU) p->scratch[DEV_GPU] += GPU_RESERVE;
+}
+
+uint64_t plan_total(const seam_plan *p, seam_device d) { return p->weights[d] + p->kv[d] + p->scratch[d]; }
+
+static bool fits(const seam_plan *p) { return plan_total(p, DEV_GPU) <= p->budget[DEV_GPU] || p->gpu_layers == 0; }
+
+int plan_max_gpu_layers(const seam_model *m, const seam_plan_request *req) {
+    if (req->gpu_budget == 0) return 0;
+    seam_plan p;
+    int best = 0;
+    for (int n = 1; n <= m->cfg.n_layers; n++) {  // memory grows with n: the last that fits
+        place(&p, m, req, n);
+        if (!fits(&p)) break;
+        best = n;
+    }
+    return best;
+}
+
+int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, seam_error *e) {
+    const seam_config *c = &m->cfg;
+    if (req->n_ctx < 1) return seam_fail(e, "the context must hold at least one token");
+    int n = req->gpu_layers;
+    if (n > c->n_layers)
+        return seam_fail(e, "--gpu-layers %d is more than the model's %d layers", n, c->n_layers);
+    if (req->gpu_budget == 0 && (n > 0 || req->head == DEV_GPU))
+        return seam_fail(e, "--gpu-layers %d needs a CUDA device and there is none; use -ngl 0", n);
+    if (n < 0) n = plan_max_gpu_layers(m, req);
+    place(p, m, req, n);
+    if (!fits(p)) {
+        char need[32], have[32];
+        snprintf(need, sizeof need, "%.2f GiB", plan_total(p, DEV_GPU) / 1073741824.0);
+        snprintf(have, sizeof have, "%.2f GiB", p->budget[DEV_GPU] / 1073741824.0);
+        return seam_fail(e, "%d GPU layers need %s of GPU memory and %s is available; at most %d layers fit", n,
+                         need, have, plan_max_gpu_layers(m, req));
+    }
+    return 0;
+}
+
+static void mib(uint64_t b, char *buf, size_t len) { snprintf(buf, len, "%10.1f MiB", b / 1048576.0); }
+
+void plan_print(const seam_plan *p, FILE *out) {
+    static const char *NAMES[DEV_COUNT] = {"CPU", "GPU"};
+    fprintf(out, "plan: %d of %d layers on the GPU, head on the %s, context %d\n", p->gpu_layers, p->n_layers,
+            NAMES[p->head], p->n_ctx);
+    fprintf(out, "  %-4s %-14s %14s %14s %14s %14s %14s\n", "dev", "layers", "weights", "KV", "scratch", "total",
+            "budget");
+    for (int d = 0; d < DEV_COUNT; d++) {
+        int first = -1, last = -1, experts_elsewhere = 0;
+        for (int il = 0; il < p->n_layers; il++) {
+            if (p->layer[il] != (seam_device)d) continue;
+            if (first < 0) first = il;
+            last = il;
+            experts_elsewhere += p->experts[il] != p->layer[il];
+        }
+        char layers[32] = "-", w[32], kv[32], s[32], t[32], b[32] = "         -";
+        if (first >= 0) snprintf(layers, sizeof layers, "%d..%d", first, last);
+        mib(p->weights[d], w, sizeof w), mib(p->kv[d], kv, sizeof kv), mib(p->scratch[d], s, sizeof s);
+        mib(plan_total(p, (seam_device)d), t, sizeof t);
+        if (p->budget[d]) mib(p->budget[d], b, sizeof b);
+        fprintf(out, "  %-4s %-14s %s %s %s %s %s\n", NAMES[d], layers, w, kv, s, t, b);
+        if (experts_elsewhere)
+            fprintf(out, "       (the experts of %d of these layers are on the %s)\n", experts_elsewhere,
+                    NAMES[1 - d]);
+    }
+}
+
+int plan_parse_bytes(const char *text, uint64_t *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || !(v >= 0)) return -1;
+    double scale = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': scale = 1024.0, end++; break;
+    case 'M': scale = 1048576.0, end++; break;
+    case 'G': scale = 1073741824.0, end++; break;
+    case 'T': scale = 1099511627776.0, end++; break;
+    }
+    if (*end == 'i' || *end == 'I') end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end || v * scale > 1.8e19) return -1;
+    *out = (uint64_t)(v * scale);
+    return 0;
+}
