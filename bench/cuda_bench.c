@@ -1,0 +1,243 @@
+// cuda_bench.c — the CUDA workbench: how close the matvec comes to memory
+// bandwidth, and what one token's attention costs, on Qwen3-0.6B's shapes.
+//
+//   seam-cuda-bench [-r REPS] [-l LAYERS]
+//
+// matvec   the seven matrices of a layer (n_embd 1024, 16 q heads and 8 KV
+//          heads of 128, n_ff 3072) as Q4_K, LAYERS (28) distinct copies of
+//          each so that L2 (50 MB) cannot serve them, run as one CUDA graph
+//          per shape, then all of them as one graph (the matvecs of a token);
+//          and the output head (151936 x 1024) as Q6_K (what a Q4_K_M file
+//          holds), Q4_K and Q8_0. The activation is quantised once, outside
+//          the timing: these are the weight-streaming kernels alone.
+// attention one token over positions 0..pos of a 4096-position cache, 16
+//          heads on 8 KV heads of 128, LAYERS layers as one graph.
+// Figures: the median of REPS graph replays (after warm-up), timed by CUDA
+// events; GB/s are weight (or K and V) bytes per second, % against the peak
+// seam_cuda_device_info derives from the memory clock and bus width (an
+// H200: 4.8 TB/s; a device-to-device copy reaches about 4.3 TB/s there).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant.h"
+#include "seam_cuda.h"
+
+#define CHECK(call)                                                       \
+    do {                                                                  \
+        if ((call) != 0) {                                                \
+            fprintf(stderr, "seam-cuda-bench: %s\n  (%s)\n", err.msg, #call); \
+            exit(1);                                                      \
+        }                                                                 \
+    } while (0)
+
+static seam_error err;
+static seam_cuda_stream *stream;
+static double peak_gbs;
+static int reps = 50, n_layers = 28;
+
+static uint64_t rng_state = 42;
+static uint64_t rng_next(void) {  // splitmix64
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// A device matrix of random blocks whose f16 scales are small and finite.
+static void *device_matrix(uint32_t type, int64_t rows, int64_t cols) {
+    const uint64_t bytes = ggml_row_bytes(type, (uint64_t)cols) * (uint64_t)rows;
+    uint8_t *w = malloc(bytes);
+    for (uint64_t i = 0; i < bytes; i++) w[i] = (uint8_t)rng_next();
+    uint32_t be, bb;
+    ggml_type_layout(type, &be, &bb);
+    const seam_f16 d = seam_f32_to_f16(0.01f);
+    for (uint64_t b = 0; b < bytes / bb; b++) {
+        memcpy(w + b * bb + (type == GGML_TYPE_Q6_K ? 208 : 0), &d, sizeof d);
+        if (type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K) memcpy(w + b * bb + 2, &d, sizeof d);
+    }
+    void *dw;
+    CHECK(seam_cuda_malloc(&dw, bytes, &err));
+    CHECK(seam_cuda_upload(dw, w, bytes, &err));
+    free(w);
+    return dw;
+}
+
+// x (cols) of random values, quantised for `type` on the device.
+static void *device_act(uint32_t type, int64_t cols) {
+    float *x = malloc(sizeof(float) * (size_t)cols), *dx;
+    for (int64_t i = 0; i < cols; i++) x[i] = (float)((int64_t)(rng_next() >> 40) - (1 << 23)) / (1 << 23);
+    void *act;
+    CHECK(seam_cuda_malloc((void **)&dx, sizeof(float) * (size_t)cols, &err));
+    CHECK(seam_cuda_malloc(&act, seam_cuda_matvec_scratch_bytes(cols), &err));
+    CHECK(seam_cuda_upload(dx, x, sizeof(float) * (size_t)cols, &err));
+    CHECK(seam_cuda_quantize(stream, type, dx, act, cols, &err));
+    CHECK(seam_cuda_stream_synchronize(stream, &err));
+    seam_cuda_free(dx);
+    free(x);
+    return act;
+}
+
+static int cmp_float(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+// Median milliseconds of one replay of g.
+static float time_graph(seam_cuda_graph *g) {
+    seam_cuda_event *e0, *e1;
+    CHECK(seam_cuda_event_create(&e0, &err));
+    CHECK(seam_cuda_event_create(&e1, &err));
+    for (int i = 0; i < 3; i++) CHECK(seam_cuda_graph_launch(g, stream, &err));  // warm-up
+    float *ms = malloc(sizeof(float) * (size_t)reps);
+    for (int r = 0; r < reps; r++) {
+        CHECK(seam_cuda_event_record(e0, stream, &err));
+        CHECK(seam_cuda_graph_launch(g, stream, &err));
+        CHECK(seam_cuda_event_record(e1, stream, &err));
+        CHECK(seam_cuda_event_elapsed_ms(e0, e1, &ms[r], &err));
+    }
+    qsort(ms, (size_t)reps, sizeof *ms, cmp_float);
+    const float median = ms[reps / 2];
+    free(ms);
+    seam_cuda_event_destroy(e0), seam_cuda_event_destroy(e1);
+    return median;
+}
+
+static void report(const char *what, double bytes, int launches, float ms) {
+    const double gbs = bytes / (ms * 1e-3) / 1e9;
+    printf("%-34s %9.1f MB %5d %10.1f us %8.1f GB/s %5.1f %%\n", what, bytes / 1e6, launches, ms * 1e3, gbs,
+           100 * gbs / peak_gbs);
+}
+
+typedef struct {
+    const char *name;
+    uint32_t type;
+    int64_t rows, cols;
+} shape;
+
+// Captures `copies` matvecs of one shape (distinct weights, one activation).
+static void bench_matvec(const shape *s, int copies) {
+    void **w = malloc(sizeof(void *) * (size_t)copies);
+    for (int l = 0; l < copies; l++) w[l] = device_matrix(s->type, s->rows, s->cols);
+    void *act = device_act(s->type, s->cols);
+    float *out;
+    CHECK(seam_cuda_malloc((void **)&out, sizeof(float) * (size_t)s->rows, &err));
+    seam_cuda_graph *g;
+    CHECK(seam_cuda_graph_begin(stream, &err));
+    for (int l = 0; l < copies; l++) CHECK(seam_cuda_matvec_quantized(stream, s->type, w[l], s->rows, s->cols, act, out, &err));
+    CHECK(seam_cuda_graph_end(stream, &g, &err));
+    char what[64];
+    snprintf(what, sizeof what, "%s %s %lldx%lld", s->name, ggml_type_name(s->type), (long long)s->rows, (long long)s->cols);
+    report(what, (double)ggml_row_bytes(s->type, (uint64_t)s->cols) * (double)s->rows * copies, copies, time_graph(g));
+    seam_cuda_graph_destroy(g);
+    for (int l = 0; l < copies; l++) seam_cuda_free(w[l]);
+    seam_cuda_free(act), seam_cuda_free(out);
+    free(w);
+}
+
+// All the matvecs of a token's layers, as one graph.
+static void bench_layers(const shape *layer, int n_shapes) {
+    void **w = malloc(sizeof(void *) * (size_t)(n_layers * n_shapes));
+    void *act[2] = {device_act(GGML_TYPE_Q4_K, 1024), device_act(GGML_TYPE_Q4_K, 3072)};  // the two row lengths
+    float *out;
+    CHECK(seam_cuda_malloc((void **)&out, sizeof(float) * 3072, &err));
+    double bytes = 0;
+    for (int i = 0; i < n_layers * n_shapes; i++) {
+        const shape *s = &layer[i % n_shapes];
+        w[i] = device_matrix(s->type, s->rows, s->cols);
+        bytes += (double)ggml_row_bytes(s->type, (uint64_t)s->cols) * (double)s->rows;
+    }
+    seam_cuda_graph *g;
+    CHECK(seam_cuda_graph_begin(stream, &err));
+    for (int i = 0; i < n_layers * n_shapes; i++) {
+        const shape *s = &layer[i % n_shapes];
+        CHECK(seam_cuda_matvec_quantized(stream, s->type, w[i], s->rows, s->cols, act[s->cols != 1024], out, &err));
+    }
+    CHECK(seam_cuda_graph_end(stream, &g, &err));
+    char what[64];
+    snprintf(what, sizeof what, "all %d layers' matvecs", n_layers);
+    report(what, bytes, n_layers * n_shapes, time_graph(g));
+    seam_cuda_graph_destroy(g);
+    for (int i = 0; i < n_layers * n_shapes; i++) seam_cuda_free(w[i]);
+    seam_cuda_free(act[0]), seam_cuda_free(act[1]), seam_cuda_free(out);
+    free(w);
+}
+
+// One token's attention at position pos over n_layers layers' caches.
+static void bench_attention(int pos) {
+    enum { N_HEADS = 16, N_KV = 8, HEAD_DIM = 128, N_CTX = 4096 };
+    const size_t cache_n = (size_t)N_CTX * N_KV * HEAD_DIM;
+    uint16_t *host = malloc(sizeof(uint16_t) * cache_n);
+    for (size_t i = 0; i < cache_n; i++) host[i] = seam_f32_to_f16((float)((int64_t)(rng_next() >> 40) - (1 << 23)) / (1 << 23));
+    uint16_t **kv = malloc(sizeof(uint16_t *) * 2 * (size_t)n_layers);
+    for (int i = 0; i < 2 * n_layers; i++) {
+        CHECK(seam_cuda_malloc((void **)&kv[i], sizeof(uint16_t) * cache_n, &err));
+        CHECK(seam_cuda_upload(kv[i], host, sizeof(uint16_t) * cache_n, &err));
+    }
+    float hq[N_HEADS * HEAD_DIM], *q, *out;
+    for (int i = 0; i < N_HEADS * HEAD_DIM; i++) hq[i] = seam_f16_to_f32(host[i]);
+    seam_cuda_step *step;
+    const seam_cuda_step st = {0, pos};
+    CHECK(seam_cuda_malloc((void **)&q, sizeof hq, &err));
+    CHECK(seam_cuda_malloc((void **)&out, sizeof hq, &err));
+    CHECK(seam_cuda_malloc((void **)&step, sizeof st, &err));
+    CHECK(seam_cuda_upload(q, hq, sizeof hq, &err));
+    CHECK(seam_cuda_upload(step, &st, sizeof st, &err));
+    seam_cuda_graph *g;
+    CHECK(seam_cuda_graph_begin(stream, &err));
+    for (int l = 0; l < n_layers; l++)
+        CHECK(seam_cuda_attention(stream, out, q, kv[2 * l], kv[2 * l + 1], N_HEADS, N_KV, HEAD_DIM, N_CTX, 0, 0.088f,
+                                  step, &err));
+    CHECK(seam_cuda_graph_end(stream, &g, &err));
+    char what[64];
+    snprintf(what, sizeof what, "attention, %d positions", pos + 1);
+    report(what, 2.0 * (pos + 1) * N_KV * HEAD_DIM * sizeof(uint16_t) * n_layers, n_layers, time_graph(g));
+    seam_cuda_graph_destroy(g);
+    for (int i = 0; i < 2 * n_layers; i++) seam_cuda_free(kv[i]);
+    seam_cuda_free(q), seam_cuda_free(out), seam_cuda_free(step);
+    free(kv), free(host);
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "-r")) reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-l")) n_layers = atoi(argv[i + 1]);
+    }
+    if (reps < 1 || n_layers < 1) {
+        fprintf(stderr, "usage: seam-cuda-bench [-r REPS] [-l LAYERS]\n");
+        return 2;
+    }
+    if (seam_cuda_device_count() == 0) {
+        fprintf(stderr, "seam-cuda-bench: no CUDA device\n");
+        return 1;
+    }
+    seam_cuda_info info;
+    CHECK(seam_cuda_device_info(0, &info, &err));
+    CHECK(seam_cuda_init(0, &err));
+    CHECK(seam_cuda_stream_create(&stream, &err));
+    peak_gbs = info.mem_bandwidth_gbs;
+    printf("%s, sm_%d%d, %d SMs, peak %.0f GB/s; median of %d replays\n\n", info.name, info.major, info.minor,
+           info.sm_count, peak_gbs, reps);
+    printf("%-34s %12s %5s %13s %13s %7s\n", "", "bytes", "calls", "time", "rate", "peak");
+
+    const shape layer[] = {
+        {"attn_q", GGML_TYPE_Q4_K, 2048, 1024},     {"attn_k", GGML_TYPE_Q4_K, 1024, 1024},
+        {"attn_v", GGML_TYPE_Q4_K, 1024, 1024},     {"attn_output", GGML_TYPE_Q4_K, 1024, 2048},
+        {"ffn_gate", GGML_TYPE_Q4_K, 3072, 1024},   {"ffn_up", GGML_TYPE_Q4_K, 3072, 1024},
+        {"ffn_down", GGML_TYPE_Q4_K, 1024, 3072},
+    };
+    const int n_shapes = (int)(sizeof layer / sizeof *layer);
+    for (int i = 0; i < n_shapes; i++) bench_matvec(&layer[i], n_layers);
+    bench_layers(layer, n_shapes);
+    const shape heads[] = {
+        {"output", GGML_TYPE_Q6_K, 151936, 1024},
+        {"output", GGML_TYPE_Q4_K, 151936, 1024},
+        {"output", GGML_TYPE_Q8_0, 151936, 1024},
+    };
+    for (int i = 0; i < 3; i++) bench_matvec(&heads[i], 1);
+    printf("\n");
+    const int positions[] = {127, 1023, 4095};
+    for (int i = 0; i < 3; i++) bench_attention(positions[i]);
+    seam_cuda_stream_destroy(stream);
+    return 0;
+}

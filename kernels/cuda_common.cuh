@@ -1,0 +1,114 @@
+// cuda_common.cuh — what the kernels/*.cu files share (internal to kernels/):
+// the stream handle, error reports that name file and line, f16 rounding as
+// quant.c rounds, warp and block reductions.
+#ifndef SEAM_CUDA_COMMON_CUH
+#define SEAM_CUDA_COMMON_CUH
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "quant.h"
+#include "seam_cuda.h"
+
+// The kernels reproduce the C reference's IEEE division, sqrt and expf
+// accuracy; fast math would trade them for approximations.
+#ifdef __USE_FAST_MATH__
+#error "kernels/ must not be compiled with --use_fast_math"
+#endif
+
+struct seam_cuda_stream {
+    cudaStream_t s;
+};
+
+static inline cudaStream_t stream_of(const seam_cuda_stream *s) { return s ? s->s : 0; }
+
+// ---------------------------------------------------------------- errors
+
+// "matvec.cu:123: what failed: the CUDA message (its name)", returning -1.
+static inline int cuda_fail_at(seam_error *e, const char *file, int line, const char *what, cudaError_t err) {
+    const char *base = strrchr(file, '/');
+    return seam_fail(e, "kernels/%s:%d: %s failed: %s (%s)", base ? base + 1 : file, line, what,
+                     cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
+// Returns -1 from the enclosing function when a CUDA call fails.
+#define CUDA_TRY(e, call)                                                          \
+    do {                                                                           \
+        cudaError_t err_ = (call);                                                 \
+        if (err_ != cudaSuccess) return cuda_fail_at((e), __FILE__, __LINE__, #call, err_); \
+    } while (0)
+
+// After a <<<...>>> launch: the launch's own error (bad configuration, no
+// device, a sticky fault of an earlier kernel). Never synchronises.
+#define CUDA_LAUNCHED(e, kernel)                                                   \
+    do {                                                                           \
+        cudaError_t err_ = cudaGetLastError();                                     \
+        if (err_ != cudaSuccess) return cuda_fail_at((e), __FILE__, __LINE__, "launch of " kernel, err_); \
+    } while (0)
+
+static inline bool aligned(const void *p, unsigned a) { return ((uintptr_t)p & (a - 1)) == 0; }
+
+static inline unsigned ceil_div(int64_t n, int64_t d) { return (unsigned)((n + d - 1) / d); }
+
+// Components that seam_cuda_init prepares (attention.cu, elementwise.cu).
+int attention_init(int device, seam_error *e);
+int geglu_init(seam_error *e);
+
+// ---------------------------------------------------------------- f16
+
+// f32 -> f16 bits, rounded to nearest even: seam_f32_to_f16 exactly, its
+// quiet NaN included (__float2half_rn would give a different NaN).
+static __host__ __device__ inline uint16_t f16_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7e00u);
+    const __half_raw h = __float2half_rn(f);
+    return h.x;
+}
+
+static __host__ __device__ inline float f16_to_f32(uint16_t h) {
+#ifdef __CUDA_ARCH__
+    __half_raw r;
+    r.x = h;
+    return __half2float(__half(r));
+#else
+    return seam_f16_to_f32(h);
+#endif
+}
+
+// ---------------------------------------------------------------- reductions
+
+struct op_sum {
+    template <class T> __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct op_max {  // fmaxf drops NaN, as the C references' `x > max ? x : max` scans do
+    __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+template <class T, class Op> __device__ inline T warp_reduce(T v, Op op) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, off));
+    return v;
+}
+
+// The reduction over the whole block, returned to every thread. Every thread
+// of the block must call it (blockDim.x a multiple of 32, at most 1024).
+template <class T, class Op> __device__ inline T block_reduce(T v, Op op) {
+    __shared__ T partial[32];
+    const int warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
+    v = warp_reduce(v, op);
+    __syncthreads();  // a previous call may still be reading partial[0]
+    if (threadIdx.x % 32 == 0) partial[warp] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        T r = partial[0];
+        for (int w = 1; w < n_warps; w++) r = op(r, partial[w]);
+        partial[0] = r;
+    }
+    __syncthreads();
+    return partial[0];
+}
+
+#endif

@@ -1,0 +1,82 @@
+// memory.cu — device memory, pinned host memory, and the copies between them.
+#include "cuda_common.cuh"
+
+// ---------------------------------------------------------------- device memory
+
+extern "C" int seam_cuda_malloc(void **ptr, size_t bytes, seam_error *e) {
+    const cudaError_t err = cudaMalloc(ptr, bytes);
+    if (err != cudaSuccess) {
+        *ptr = NULL;
+        return seam_fail(e, "CUDA out of memory: %zu bytes did not fit (%s)", bytes, cudaGetErrorString(err));
+    }
+    return 0;
+}
+
+extern "C" void seam_cuda_free(void *ptr) { cudaFree(ptr); }
+
+extern "C" int seam_cuda_upload(void *dst, const void *src, size_t bytes, seam_error *e) {
+    CUDA_TRY(e, cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    return 0;
+}
+
+extern "C" int seam_cuda_download(void *dst, const void *src, size_t bytes, seam_error *e) {
+    CUDA_TRY(e, cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+// ---------------------------------------------------------------- pinned host memory
+
+extern "C" int seam_cuda_host_alloc(void **ptr, size_t bytes, seam_error *e) {
+    const cudaError_t err = cudaHostAlloc(ptr, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
+    if (err != cudaSuccess) {
+        *ptr = NULL;
+        return seam_fail(e, "CUDA could not pin %zu bytes of host memory (%s)", bytes, cudaGetErrorString(err));
+    }
+    return 0;
+}
+
+extern "C" void seam_cuda_host_free(void *ptr) { cudaFreeHost(ptr); }
+
+extern "C" int seam_cuda_host_register(void *ptr, size_t bytes, bool read_only, seam_error *e) {
+    if (!ptr || bytes == 0) return seam_fail(e, "host_register: empty range");
+    unsigned flags = cudaHostRegisterPortable | cudaHostRegisterMapped;
+    if (read_only) {
+        int device = 0, supported = 0;
+        CUDA_TRY(e, cudaGetDevice(&device));
+        CUDA_TRY(e, cudaDeviceGetAttribute(&supported, cudaDevAttrHostRegisterReadOnlySupported, device));
+        if (supported) flags |= cudaHostRegisterReadOnly;
+    }
+    const cudaError_t err = cudaHostRegister(ptr, bytes, flags);
+    if (err != cudaSuccess)
+        return seam_fail(e, "CUDA could not pin %zu bytes at %p%s (%s)", bytes, ptr,
+                         read_only && !(flags & cudaHostRegisterReadOnly)
+                             ? " (this device cannot pin read-only memory: map the file writable, or copy it)"
+                             : "",
+                         cudaGetErrorString(err));
+    return 0;
+}
+
+extern "C" int seam_cuda_host_unregister(void *ptr, seam_error *e) {
+    CUDA_TRY(e, cudaHostUnregister(ptr));
+    return 0;
+}
+
+extern "C" int seam_cuda_host_device_pointer(void **dptr, void *host, seam_error *e) {
+    *dptr = NULL;
+    CUDA_TRY(e, cudaHostGetDevicePointer(dptr, host, 0));
+    return 0;
+}
+
+// ---------------------------------------------------------------- asynchronous copies
+
+extern "C" int seam_cuda_copy_h2d(seam_cuda_stream *s, void *dst, const void *src, size_t bytes, seam_error *e) {
+    if (!dst || !src) return seam_fail(e, "copy_h2d: NULL pointer");
+    CUDA_TRY(e, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_of(s)));
+    return 0;
+}
+
+extern "C" int seam_cuda_copy_d2h(seam_cuda_stream *s, void *dst, const void *src, size_t bytes, seam_error *e) {
+    if (!dst || !src) return seam_fail(e, "copy_d2h: NULL pointer");
+    CUDA_TRY(e, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_of(s)));
+    return 0;
+}
