@@ -1,0 +1,106 @@
+// exact.c — llama.cpp's float order for softmax, SiLU and f16 dot products.
+//
+// Plain C with explicit lanes and fmaf: the lanes are what fixes the order of
+// the sums, and fmaf is the single rounding of the vector FMAs. This file is
+// compiled without FMA contraction (ISO C mode), so every other product and
+// sum rounds on its own, as in the vector code.
+#include "cpu/exact.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+float exact_expf(float x) {
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;  // round(x / ln 2)
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                         fmaf(0x1.ffffecp-1f, b, 1.0f));
+    if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;  // the vector code's blend
+    return ldexpf(j, (int)n);                               // _mm512_scalef_ps
+}
+
+float exact_reduce16(const float a[16]) {
+    float t3[8], t6[4];
+    for (int i = 0; i < 8; i++) t3[i] = a[8 + i] + a[i];
+    for (int i = 0; i < 4; i++) t6[i] = t3[4 + i] + t3[i];
+    return (t6[0] + t6[2]) + (t6[1] + t6[3]);
+}
+
+// The four 16-lane accumulators of ggml's F16 dot, folded as
+// GGML_F32x16_REDUCE does: 0 += 2, 1 += 3, 0 += 1, then across the lanes.
+static float reduce_4x16(float acc[4][16]) {
+    for (int l = 0; l < 16; l++) {
+        acc[0][l] = acc[0][l] + acc[2][l];
+        acc[1][l] = acc[1][l] + acc[3][l];
+    }
+    for (int l = 0; l < 16; l++) acc[0][l] = acc[0][l] + acc[1][l];
+    return exact_reduce16(acc[0]);
+}
+
+float exact_dot_f16(const seam_f16 *x, const seam_f16 *y, int n) {
+    const int np = n & ~63;
+    double sum = 0.0;
+    if (np) {
+        float acc[4][16] = {{0}};
+        for (int i = 0; i < np; i += 64)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 16; l++) {
+                    const int k = i + 16 * j + l;
+                    acc[j][l] = fmaf(seam_f16_to_f32(x[k]), seam_f16_to_f32(y[k]), acc[j][l]);
+                }
+        sum = reduce_4x16(acc);
+    }
+    for (int i = np; i < n; i++) sum += (double)(seam_f16_to_f32(x[i]) * seam_f16_to_f32(y[i]));
+    return (float)sum;
+}
+
+void exact_softmax(float *x, int t0, int t1, int n) {
+    float max = -INFINITY;
+    for (int t = t0; t < t1; t++) max = x[t] > max ? x[t] : max;
+    double sum = 0.0;
+    const int n_vec = n & ~15;
+    for (int c = t0 / 16 * 16; c < t1 && c < n_vec; c += 16) {
+        float lane[16];
+        for (int l = 0; l < 16; l++) {
+            const int t = c + l;
+            lane[l] = t >= t0 && t < t1 ? exact_expf(x[t] - max) : 0.0f;  // a masked position is exp(-inf) = 0
+            if (t >= t0 && t < t1) x[t] = lane[l];
+        }
+        sum += (double)exact_reduce16(lane);
+    }
+    for (int t = n_vec > t0 ? n_vec : t0; t < t1; t++) {
+        x[t] = expf(x[t] - max);
+        sum += (double)x[t];
+    }
+    const float scale = (float)(1.0 / sum);
+    for (int t = t0; t < t1; t++) x[t] *= scale;
+}
+
+void exact_attention_values(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim,
+                            int64_t stride, float *scratch) {
+    // the positions form ggml's dot of length n_kv (a multiple of 64 in
+    // llama.cpp's cache): position t feeds accumulator (t / 16) % 4, lane
+    // t % 16, in order of t; masked positions add exact zeros
+    float(*acc)[4][16] = (float(*)[4][16])scratch;  // (head_dim, 4, 16)
+    memset(acc, 0, (size_t)head_dim * sizeof *acc);
+    for (int t = t0; t < t1; t++) {
+        const float p = seam_f16_to_f32(seam_f32_to_f16(w[t]));
+        const seam_f16 *row = v + (int64_t)t * stride;
+        const int j = (t / 16) % 4, l = t % 16;
+        for (int d = 0; d < head_dim; d++) acc[d][j][l] = fmaf(seam_f16_to_f32(row[d]), p, acc[d][j][l]);
+    }
+    for (int d = 0; d < head_dim; d++) out[d] = (float)(double)reduce_4x16(acc[d]);
+}
+
+void exact_swiglu(float *gate, const float *up, int n) {
+    int i = 0;
+    for (; i + 15 < n; i += 16)
+        for (int l = i; l < i + 16; l++) gate[l] = gate[l] / (1.0f + exact_expf(0.0f - gate[l])) * up[l];
+    for (; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}

@@ -1,0 +1,53 @@
+// exact.h — the CPU ops whose float order seam copies from llama.cpp.
+//
+// seam's logits are compared with llama.cpp's at 1e-2 of their spread. Two
+// engines that differ only in the last bit of a sum differ by far more than
+// that now and then: the bit decides which side of an 8-bit quantisation step
+// an activation falls, or of an f16 rounding in the KV cache, and the model
+// amplifies the step. So where llama.cpp's x86 build computes in a particular
+// order (vector lanes, fused multiply-adds, its own exp), seam computes in the
+// same order, and the functions here say which llama.cpp code they follow.
+//
+// The target is llama.cpp built for the machine it runs on (GGML_NATIVE) on
+// an AVX-512 x86 CPU, as the golden fixtures were made: its vector code runs
+// 16 lanes wide.
+#ifndef SEAM_CPU_EXACT_H
+#define SEAM_CPU_EXACT_H
+
+#include <stdint.h>
+
+#include "quant.h"
+
+// One lane of ggml_v_expf (the AVX-512 version, "adapted from arm limited
+// optimized routine"): within 1.5 ulp of exp, and not the libm's.
+float exact_expf(float x);
+
+// _mm512_reduce_add_ps as gcc implements it: halves, quarters, then pairs.
+float exact_reduce16(const float a[16]);
+
+// ggml_vec_dot_f16 (AVX-512): blocks of 64 in four 16-lane accumulators of
+// fused multiply-adds, reduced pairwise; what is left over (n % 64) is added
+// in double. The products are of f16 values, converted exactly.
+float exact_dot_f16(const seam_f16 *x, const seam_f16 *y, int n);
+
+// ggml_soft_max of a row of n values of which [t0, t1) are visible and the
+// rest masked (-inf): x[t0..t1) in, probabilities out. The exponentials come
+// in 16-lane chunks counted from 0 (ggml_vec_soft_max_f32), each chunk summed
+// as exact_reduce16 and added in double; the last n % 16 use libm's expf.
+// An attention row is llama.cpp's KV cache length, a multiple of 256: pass
+// any multiple of 16 at or above t1.
+void exact_softmax(float *x, int t0, int t1, int n);
+
+// The weighted sum of an attention head's values, as llama.cpp's
+// mul_mat(V^T, softmax) with an f16 V cache: for each output dimension d, an
+// exact_dot_f16 over positions of V[.][d] and the weights rounded to f16
+// (zero outside [t0, t1)). v (position, stride) f16; w (t1) f32 probabilities;
+// scratch holds head_dim * 64 floats.
+void exact_attention_values(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim,
+                            int64_t stride, float *scratch);
+
+// ggml_vec_swiglu_f32 (AVX-512): gate[i] = silu(gate[i]) * up[i], silu from
+// exact_expf in 16-lane chunks and from libm expf in the tail.
+void exact_swiglu(float *gate, const float *up, int n);
+
+#endif
