@@ -21,7 +21,9 @@ int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e)
     const int q_dim = c->n_heads * c->head_dim;
     const int kv_dim = c->n_kv_heads * c->head_dim;
     const int wide = q_dim > c->n_embd ? q_dim : c->n_embd;
-    const int n_hidden = c->n_ff > c->n_ff_exp ? c->n_ff : c->n_ff_exp;
+    // an MoE model's layers all run experts: its feed_forward_length is unused
+    // (and unchecked by any tensor), so it must not size a buffer
+    const int n_hidden = c->n_expert ? c->n_ff_exp : c->n_ff;
     const int widest = wide > n_hidden ? wide : n_hidden;
     const size_t kv_elems = (size_t)c->n_layers * (size_t)n_ctx * (size_t)kv_dim;
     seam_state *s = &eng->s;
@@ -31,7 +33,7 @@ int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e)
     s->q = calloc((size_t)q_dim, sizeof(float));
     s->k = calloc((size_t)kv_dim, sizeof(float));
     s->v = calloc((size_t)kv_dim, sizeof(float));
-    s->att = calloc((size_t)n_ctx, sizeof(float));
+    s->att = calloc(cpu_attention_scratch_floats(n_ctx, c->head_dim), sizeof(float));
     s->hb = calloc((size_t)n_hidden, sizeof(float));
     s->hb2 = calloc((size_t)n_hidden, sizeof(float));
     s->router = calloc((size_t)c->n_expert + 1, sizeof(float));
@@ -62,6 +64,14 @@ void engine_free(seam_engine *eng) {
 int engine_set_threads(seam_engine *eng, int n_threads, seam_error *e) {
     seam_pool *pool = NULL;
     if (n_threads != 1 && !(pool = pool_create(n_threads, e))) return -1;
+    // attention scratch for every thread
+    const size_t att = cpu_attention_scratch_floats(eng->n_ctx, eng->model->cfg.head_dim);
+    float *scratch = realloc(eng->s.att, sizeof(float) * att * (size_t)n_threads);
+    if (!scratch) {
+        pool_destroy(pool);
+        return seam_fail(e, "out of memory for the attention scratch of %d threads", n_threads);
+    }
+    eng->s.att = scratch;
     pool_destroy(eng->pool);
     eng->pool = pool;
     return 0;
@@ -84,7 +94,6 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
     const seam_config *c = &eng->model->cfg;
     seam_state *s = &eng->s;
     const int kv_dim = c->n_kv_heads * c->head_dim;
-    const int group = c->n_heads / c->n_kv_heads;
 
     cpu_rmsnorm(s->xb, s->x, l->attn_norm.data, c->n_embd, c->rms_eps);
 
@@ -112,20 +121,14 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
     const size_t layer_off = (size_t)il * eng->n_ctx * kv_dim;
     seam_f16 *kc = s->key_cache + layer_off;
     seam_f16 *vc = s->value_cache + layer_off;
-    for (int i = 0; i < kv_dim; i++) {
-        kc[(size_t)pos * kv_dim + i] = seam_f32_to_f16(s->k[i]);
-        vc[(size_t)pos * kv_dim + i] = seam_f32_to_f16(s->v[i]);
-    }
+    cpu_to_f16(kc + (size_t)pos * kv_dim, s->k, kv_dim);
+    cpu_to_f16(vc + (size_t)pos * kv_dim, s->v, kv_dim);
 
     // each query head attends over positions t0..pos of its KV head (a sliding
     // layer sees only the last n_swa of them)
     const int t0 = swa && pos + 1 > c->n_swa ? pos + 1 - c->n_swa : 0;
-    for (int h = 0; h < c->n_heads; h++) {
-        const int kvh = h / group;
-        cpu_attention_head(s->xb + (size_t)h * c->head_dim, s->q + (size_t)h * c->head_dim,
-                           kc + (size_t)kvh * c->head_dim, vc + (size_t)kvh * c->head_dim, t0, pos + 1,
-                           c->head_dim, kv_dim, c->kq_scale, s->att);
-    }
+    cpu_attention(eng->pool, s->xb, s->q, kc, vc, c->n_heads, c->n_kv_heads, c->head_dim, t0, pos + 1, c->kq_scale,
+                  s->att, cpu_attention_scratch_floats(eng->n_ctx, c->head_dim));
 
     // output projection (gemma3 norms it), back into the residual stream
     cpu_matvec(eng->pool, &l->wo, s->xb, s->xb2, s->act);

@@ -16,7 +16,8 @@ typedef struct {
     float *q;        // (n_heads * head_dim)
     float *k;        // (n_kv_heads * head_dim)
     float *v;        // (n_kv_heads * head_dim)
-    float *att;      // (n_ctx) attention scores of one head
+    float *att;      // (n_threads, cpu_attention_scratch_floats(n_ctx, head_dim)) each thread's
+                     // scores of one head and the lanes of its weighted sum of values
     float *hb;       // (max(n_ff, n_ff_exp)) FFN gate, then the gated hidden layer
     float *hb2;      // (max(n_ff, n_ff_exp)) FFN up
     float *router;   // (n_expert) the router's logits, then probabilities (MoE)

@@ -10,10 +10,11 @@
 // ggml-cpu/quants.c: ggml_vec_dot_*_generic; ggml-cpu/vec.cpp: the scalar
 // ggml_vec_dot_f32/f16/bf16). Dequantised values are bitwise those of
 // llama.cpp and of the gguf Python package (tests/data/quant_oracle.bin).
-// Dot products sum integer products exactly per sub-block and scale once per
-// block in float; llama.cpp's generic code spreads the same float sums over
-// eight lanes, so the two agree to float rounding, not bit for bit.
+// The quantised dot products follow llama.cpp's x86 kernels instead (see
+// "Dot products" below), whose float order the comparisons depend on.
 #include "quant.h"
+
+#include "exact.h"
 
 #include <math.h>
 #include <string.h>
@@ -264,50 +265,87 @@ int seam_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
 
 // ---------------------------------------------------------------------------
 // Dot products
+//
+// The quantised dots follow the float arithmetic of llama.cpp's x86 kernels
+// (ggml-cpu/arch/x86/quants.c, the AVX2 paths every x86 build runs), so that
+// seam's logits equal llama.cpp's bit for bit wherever the inputs do: a
+// last-bit difference in one dot can push an activation across an 8-bit
+// quantisation step downstream and grow into a visible change of the logits.
+//
+// Those kernels sum each block's integer products exactly into 8 lanes --
+// weight w of a block lands in lane (w % 32) / 4, four neighbours a lane --
+// then fold each lane into its own float accumulator with one fused
+// multiply-add per block, and add the 8 accumulators pairwise at the end.
+
+// _mm256 horizontal sum as hsum_float_8: halves, then pairs, then the last two.
+static float hsum8(const float a[8]) {
+    float r[4];
+    for (int i = 0; i < 4; i++) r[i] = a[i + 4] + a[i];
+    return (r[0] + r[2]) + (r[1] + r[3]);
+}
+
+static float dot_32wide(uint32_t type, const void *w, const block_q8_0 *a, int64_t n) {
+    float acc[8] = {0};
+    for (int64_t b = 0; b < n / QK8_0; b++) {
+        int8_t q[QK8_0];
+        const float d = unpack_32(type, w, b, q) * seam_f16_to_f32(a[b].d);
+        for (int l = 0; l < 8; l++) {
+            int lane = 0;
+            for (int t = 4 * l; t < 4 * l + 4; t++) lane += q[t] * a[b].qs[t];
+            acc[l] = fmaf(d, (float)lane, acc[l]);
+        }
+    }
+    return hsum8(acc);
+}
+
+// The mins' term of a Q4_K/Q5_K block: four lanes, lane k holding sub-blocks
+// 2k and 2k+1 (m times the sum of the sub-block's activation quants).
+static void k4_min_lanes(const kblock *kb, const block_q8_K *a, int lanes[4]) {
+    for (int k = 0; k < 4; k++) {
+        lanes[k] = 0;
+        for (int s = 2 * k; s < 2 * k + 2; s++) lanes[k] += kb->m[s] * (a->bsums[2 * s] + a->bsums[2 * s + 1]);
+    }
+}
+
+static float dot_ktype(uint32_t type, const void *w, const block_q8_K *a, int64_t n) {
+    float acc[8] = {0}, acc_m[4] = {0}, summs = 0;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        kblock kb;
+        unpack_k(type, w, b, &kb);
+        const float d = a[b].d * kb.d, dmin = -a[b].d * kb.dmin;
+        const int width = QK_K / kb.n_sub;
+        // Q6_K's lanes hold the unsigned quants (q + 32); the 32s come off
+        // through the bsums, lane l taking sub-blocks 2l and 2l+1
+        const int offset = type == GGML_TYPE_Q6_K ? 32 : 0;
+        int lane[8] = {0};
+        for (int i = 0; i < QK_K; i++) lane[(i % 32) / 4] += kb.sc[i / width] * (kb.q[i] + offset) * a[b].qs[i];
+        for (int l = 0; l < 8 && offset; l++)
+            lane[l] -= 32 * (kb.sc[2 * l] * a[b].bsums[2 * l] + kb.sc[2 * l + 1] * a[b].bsums[2 * l + 1]);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
+        if (type == GGML_TYPE_Q6_K) continue;
+        int mins[4];
+        k4_min_lanes(&kb, &a[b], mins);
+        if (type == GGML_TYPE_Q4_K) {  // four float lanes, summed at the end
+            for (int k = 0; k < 4; k++) acc_m[k] = fmaf(dmin, (float)mins[k], acc_m[k]);
+        } else {  // Q5_K: one float, a product per block
+            summs += dmin * (float)(mins[0] + mins[1] + mins[2] + mins[3]);
+        }
+    }
+    return hsum8(acc) + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3])) + summs;
+}
 
 float seam_vec_dot(uint32_t type, const void *w, const void *act, int64_t n) {
-    if (is_float(type)) {
-        // vec.cpp's scalar path: products in float (exact for f16 and bf16
-        // inputs), summed in double.
+    // ggml's vector dots of float rows (exact.h); BF16 keeps vec.cpp's scalar
+    // path: float products summed in double
+    if (type == GGML_TYPE_F32) return exact_dot_f32(w, act, (int)n);
+    if (type == GGML_TYPE_F16) return exact_dot_f16(w, act, (int)n);
+    if (type == GGML_TYPE_BF16) {
         double sum = 0;
         for (int64_t i = 0; i < n; i++) sum += (double)(load_float(type, w, i) * load_float(type, act, i));
         return (float)sum;
     }
-    if (is_32wide(type)) {
-        // ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0_generic
-        const block_q8_0 *a = act;
-        float sum = 0;
-        for (int64_t b = 0; b < n / QK8_0; b++) {
-            int8_t q[QK8_0];
-            float d = unpack_32(type, w, b, q);
-            int isum = 0;
-            for (int j = 0; j < QK8_0; j++) isum += q[j] * a[b].qs[j];
-            sum += isum * (d * seam_f16_to_f32(a[b].d));
-        }
-        return sum;
-    }
-    if (is_ktype(type)) {
-        // ggml_vec_dot_{q4_K,q5_K,q6_K}_q8_K_generic. The mins are applied
-        // through the activation's bsums: sum over a sub-block of m * a is
-        // m times the sum of that sub-block's activation quants.
-        const block_q8_K *a = act;
-        float sum = 0;
-        for (int64_t b = 0; b < n / QK_K; b++) {
-            kblock kb;
-            unpack_k(type, w, b, &kb);
-            int width = QK_K / kb.n_sub;
-            int isum = 0, msum = 0;
-            for (int s = 0; s < kb.n_sub; s++) {
-                const int8_t *q = kb.q + s * width, *aq = a[b].qs + s * width;
-                int dot = 0;
-                for (int l = 0; l < width; l++) dot += q[l] * aq[l];
-                isum += kb.sc[s] * dot;
-                for (int g = s * width / 16; g < (s + 1) * width / 16; g++) msum += kb.m[s] * a[b].bsums[g];
-            }
-            sum += kb.d * a[b].d * isum - kb.dmin * a[b].d * msum;
-        }
-        return sum;
-    }
+    if (is_32wide(type)) return dot_32wide(type, w, act, n);
+    if (is_ktype(type)) return dot_ktype(type, w, act, n);
     return NAN;  // no dot product for this type: check seam_type_supported first
 }
 
@@ -325,7 +363,12 @@ void seam_quantize_row_q8_0(const float *x, block_q8_0 *y, int64_t n) {
         for (int j = 0; j < QK8_0; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
         const float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
         y[b].d = seam_f32_to_f16(d);
-        for (int j = 0; j < QK8_0; j++) y[b].qs[j] = (int8_t)nearbyintf(x[j] * id);  // ties to even
+        // Products round half to even. A subnormal amax makes id infinite and a
+        // NaN or infinite input (a corrupt weight) makes the product NaN or
+        // infinite; converting those to int8 is undefined, so the product is
+        // clamped first (which changes no finite block's result).
+        for (int j = 0; j < QK8_0; j++)
+            y[b].qs[j] = (int8_t)nearbyintf(fmaxf(-127.0f, fminf(127.0f, x[j] * id)));
     }
 }
 

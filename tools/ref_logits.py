@@ -40,8 +40,7 @@ def _quiet_log(level, text, user_data):
 
 
 class Reference:
-    def __init__(self, path, n_ctx, threads, kv_type=1):
-        """kv_type: the KV cache's ggml type, 1 = F16 (as seam); 0 = F32."""
+    def __init__(self, path, n_ctx, threads):
         L.llama_backend_init()
         L.llama_log_set(_quiet_log, None)
         mp = L.llama_model_default_params()
@@ -60,15 +59,17 @@ class Reference:
         cp.n_threads = threads
         cp.n_threads_batch = threads
         cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        cp.type_k = kv_type
-        cp.type_v = kv_type
+        cp.type_k = 1  # GGML_TYPE_F16, as seam's cache
+        cp.type_v = 1
         cp.swa_full = True
         self.ctx = L.llama_init_from_model(self.model, cp)
         if not self.ctx:
             sys.exit("ref_logits: llama.cpp could not create a context")
         self.batch = L.llama_batch_init(n_ctx, 0, 1)
 
-    def tokenize(self, text, add_special=True, parse_special=False):
+    def tokenize(self, text, add_special=True, parse_special=True):
+        """As llama.cpp's tools (and seam -p) tokenise a prompt: BOS where the
+        file asks for it, control-token text recognised."""
         raw = text.encode("utf-8") if isinstance(text, str) else text
         buf = (L.llama_token * (len(raw) + 16))()
         n = L.llama_tokenize(self.vocab, raw, len(raw), buf, len(buf), add_special, parse_special)

@@ -5,8 +5,10 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "exact.h"
 #include "cpu/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -20,37 +22,56 @@ uint64_t cpu_matvec_scratch_bytes(int64_t cols) {
 
 // ---------------------------------------------------------------- kernels
 
-// The reference of the AVX2 axpy_f16: one float product, one double add.
-static void axpy_f16_ref(double *acc, float a, const seam_f16 *x, int n) {
-    for (int i = 0; i < n; i++) acc[i] += (double)(a * seam_f16_to_f32(x[i]));
+static void dot_rows_ref(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act, int64_t n,
+                         float *out) {
+    for (int64_t r = 0; r < n_rows; r++) out[r] = seam_vec_dot(type, (const uint8_t *)w + r * row_bytes, act, n);
 }
 
-static cpu_kernels scalar_kernels, best_kernels;
+static void to_f16_ref(seam_f16 *dst, const float *src, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = seam_f32_to_f16(src[i]);
+}
+
+static cpu_kernels sets[CPU_KERNEL_SETS];  // scalar, then each instruction set this CPU runs
+static int n_sets, chosen;
 static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
 
 static void kernels_init(void) {
-    scalar_kernels.name = "scalar";
-    for (int t = 0; t < GGML_TYPE_COUNT; t++) scalar_kernels.dot[t] = seam_vec_dot;
-    scalar_kernels.axpy_f16 = axpy_f16_ref;
-    best_kernels = scalar_kernels;
+    cpu_kernels *k = &sets[n_sets++];
+    k->name = "scalar";
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) k->dot[t] = dot_rows_ref;
+    k->attn_values = exact_attention_values;
+    k->to_f16 = to_f16_ref;
+    k->quantize_q8_K = seam_quantize_row_q8_K;
 #if defined(__x86_64__) && defined(__GNUC__)
     // F16C is read from cpuid: clang before 16 has no "f16c" for __builtin_cpu_supports.
     unsigned eax, ebx, ecx, edx;
     const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)
-        cpu_kernels_fill_avx2(&best_kernels);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) {
+        sets[n_sets] = sets[n_sets - 1];
+        cpu_kernels_fill_avx2(&sets[n_sets++]);
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")) {
+            sets[n_sets] = sets[n_sets - 1];
+            cpu_kernels_fill_avx512(&sets[n_sets++]);
+        }
+    }
 #endif
+    chosen = n_sets - 1;
+    const char *want = getenv("SEAM_KERNELS");
+    for (int i = 0; want && i < n_sets; i++)
+        if (!strcmp(want, sets[i].name)) chosen = i;
 }
 
 const cpu_kernels *cpu_kernels_get(void) {
     pthread_once(&kernels_once, kernels_init);
-    return &best_kernels;
+    return &sets[chosen];
 }
 
-const cpu_kernels *cpu_kernels_scalar(void) {
+int cpu_kernels_all(const cpu_kernels *out[CPU_KERNEL_SETS]) {
     pthread_once(&kernels_once, kernels_init);
-    return &scalar_kernels;
+    for (int i = 0; i < n_sets; i++) out[i] = &sets[i];
+    return n_sets;
 }
 
 // ---------------------------------------------------------------- matvec
@@ -74,14 +95,16 @@ static void matvec_share(void *ctx, int ith, int nth) {
     matvec_job *j = ctx;
     const int64_t n_chunks = (j->n_rows + j->chunk_rows - 1) / j->chunk_rows;
     for (int64_t c = ith; c < n_chunks; c = atomic_fetch_add(&j->next_chunk, 1)) {
-        const int64_t r1 = (c + 1) * j->chunk_rows < j->n_rows ? (c + 1) * j->chunk_rows : j->n_rows;
-        for (int64_t r = c * j->chunk_rows; r < r1; r++)
-            j->out[r] = j->dot(j->type, j->w + (uint64_t)r * j->row_bytes, j->act, j->cols);
+        const int64_t r0 = c * j->chunk_rows, r1 = r0 + j->chunk_rows < j->n_rows ? r0 + j->chunk_rows : j->n_rows;
+        j->dot(j->type, j->w + (uint64_t)r0 * j->row_bytes, j->row_bytes, r1 - r0, j->act, j->cols, j->out + r0);
     }
 }
 
 void cpu_matvec(seam_pool *pool, const seam_tensor *w, const float *x, float *out, void *scratch) {
-    seam_quantize_activation(seam_vec_dot_type(w->type), x, scratch, w->cols);
+    const cpu_kernels *kern = cpu_kernels_get();
+    const uint32_t act_type = seam_vec_dot_type(w->type);
+    if (act_type == GGML_TYPE_Q8_K) kern->quantize_q8_K(x, scratch, w->cols);
+    else seam_quantize_activation(act_type, x, scratch, w->cols);
     // Chunks of ~64 KiB (a few microseconds of reading: the atomic that hands
     // one out is noise), but at least four per thread for the balancing.
     const int nth = pool_size(pool);
@@ -89,7 +112,7 @@ void cpu_matvec(seam_pool *pool, const seam_tensor *w, const float *x, float *ou
     if (chunk_rows > w->rows / (4 * nth)) chunk_rows = w->rows / (4 * nth);
     if (chunk_rows < 1) chunk_rows = 1;
     matvec_job job = {
-        .dot = cpu_kernels_get()->dot[w->type], .type = w->type, .w = w->data, .row_bytes = w->row_bytes,
+        .dot = kern->dot[w->type], .type = w->type, .w = w->data, .row_bytes = w->row_bytes,
         .n_rows = w->rows, .cols = w->cols, .chunk_rows = chunk_rows, .act = scratch, .out = out,
         .next_chunk = nth,
     };
@@ -121,50 +144,73 @@ void cpu_rope(float *vec, int n_heads, int head_dim, int rope_dim, int pos, floa
             const int a = neox ? i : 2 * i;
             const int b = neox ? i + half : 2 * i + 1;
             const float x0 = v[a], x1 = v[b];
-            v[a] = x0 * cos_t[i] - x1 * sin_t[i];
-            v[b] = x0 * sin_t[i] + x1 * cos_t[i];
+            // as gcc contracts ggml's rotate_pairs (C++, -ffp-contract=fast):
+            // the first product of each line fused with the rest
+            v[a] = fmaf(x0, cos_t[i], -(x1 * sin_t[i]));
+            v[b] = fmaf(x0, sin_t[i], x1 * cos_t[i]);
         }
     }
 }
 
-void cpu_softmax(float *x, int n) {
-    float max = -INFINITY;
-    for (int i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) {
-        x[i] = expf(x[i] - max);
-        sum += x[i];
-    }
-    const float inv = (float)(1.0 / sum);
-    for (int i = 0; i < n; i++) x[i] *= inv;
-}
+void cpu_softmax(float *x, int n) { exact_softmax(x, 0, n, n); }
 
 void cpu_attention_head(float *out, const float *q, const seam_f16 *k_cache, const seam_f16 *v_cache, int t0,
-                        int t1, int head_dim, int64_t stride, float scale, float *att) {
-    const int n_pos = t1 - t0;
-    k_cache += (int64_t)t0 * stride;
-    v_cache += (int64_t)t0 * stride;
+                        int t1, int head_dim, int64_t stride, float scale, float *att, float *acc) {
     const cpu_kernels *kern = cpu_kernels_get();
-    // scores: q as f16 . each key, the F16 dot (float products, double sum)
     seam_f16 q16[head_dim];
-    for (int d = 0; d < head_dim; d++) q16[d] = seam_f32_to_f16(q[d]);
-    for (int t = 0; t < n_pos; t++)
-        att[t] = kern->dot[GGML_TYPE_F16](GGML_TYPE_F16, k_cache + (int64_t)t * stride, q16, head_dim) * scale;
-    cpu_softmax(att, n_pos);
-    // out[d] = sum over t of f16(att[t]) * V[t][d], each d summed in double in t order
-    double acc[head_dim];
-    memset(acc, 0, sizeof acc);
-    for (int t = 0; t < n_pos; t++)
-        kern->axpy_f16(acc, seam_f16_to_f32(seam_f32_to_f16(att[t])), v_cache + (int64_t)t * stride, head_dim);
-    for (int d = 0; d < head_dim; d++) out[d] = (float)acc[d];
+    kern->to_f16(q16, q, head_dim);
+    // scores: each key row . q, the F16 dot (exact_dot_f16's order), then the scale
+    kern->dot[GGML_TYPE_F16](GGML_TYPE_F16, k_cache + (int64_t)t0 * stride, (size_t)stride * sizeof(seam_f16), t1 - t0,
+                             q16, head_dim, att + t0);
+    for (int t = t0; t < t1; t++) att[t] *= scale;
+    exact_softmax(att, t0, t1, (t1 + 15) / 16 * 16);
+    kern->attn_values(out, att, v_cache, t0, t1, head_dim, stride, acc);
 }
 
-void cpu_swiglu(float *gate, const float *up, int n) {
-    for (int i = 0; i < n; i++) {
-        const float g = gate[i];
-        gate[i] = g / (1.0f + expf(-g)) * up[i];
+void cpu_to_f16(seam_f16 *dst, const float *src, int64_t n) {
+    cpu_kernels_get()->to_f16(dst, src, n);
+}
+
+size_t cpu_attention_scratch_floats(int n_ctx, int head_dim) {
+    return (size_t)n_ctx + 64 * (size_t)head_dim;
+}
+
+typedef struct {
+    float *out;
+    const float *q;
+    const seam_f16 *k_cache, *v_cache;
+    int n_heads, group, head_dim, t0, t1;
+    int64_t stride;
+    float scale;
+    float *scratch;
+    size_t scratch_floats;  // per thread
+} attention_job;
+
+// A contiguous range of heads per thread: the heads of one KV head (GQA)
+// mostly stay on one core, which then reads that KV head's rows once.
+static void attention_share(void *ctx, int ith, int nth) {
+    const attention_job *j = ctx;
+    float *att = j->scratch + (size_t)ith * j->scratch_floats;
+    float *acc = att + (j->scratch_floats - 64 * (size_t)j->head_dim);
+    for (int h = j->n_heads * ith / nth; h < j->n_heads * (ith + 1) / nth; h++) {
+        const int64_t kv = (int64_t)(h / j->group) * j->head_dim;
+        cpu_attention_head(j->out + (int64_t)h * j->head_dim, j->q + (int64_t)h * j->head_dim, j->k_cache + kv,
+                           j->v_cache + kv, j->t0, j->t1, j->head_dim, j->stride, j->scale, att, acc);
     }
 }
+
+void cpu_attention(seam_pool *pool, float *out, const float *q, const seam_f16 *k_cache, const seam_f16 *v_cache,
+                   int n_heads, int n_kv_heads, int head_dim, int t0, int t1, float scale, float *scratch,
+                   size_t scratch_floats) {
+    attention_job job = {
+        .out = out, .q = q, .k_cache = k_cache, .v_cache = v_cache, .n_heads = n_heads,
+        .group = n_heads / n_kv_heads, .head_dim = head_dim, .t0 = t0, .t1 = t1,
+        .stride = (int64_t)n_kv_heads * head_dim, .scale = scale, .scratch = scratch, .scratch_floats = scratch_floats,
+    };
+    pool_run(pool, attention_share, &job);
+}
+
+void cpu_swiglu(float *gate, const float *up, int n) { exact_swiglu(gate, up, n); }
 
 // GELU(tanh) of every f16 value, built once: ggml's table.
 static seam_f16 gelu_table[1 << 16];

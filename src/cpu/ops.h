@@ -35,11 +35,26 @@ void cpu_rope(float *vec, int n_heads, int head_dim, int rope_dim, int pos, floa
 
 // One query head against the cached keys and values of its KV head:
 //   out (head_dim) = softmax(q . K[t0..t1) * scale) @ V[t0..t1)
-// K and V are f16 rows (position, stride); att (t1 - t0) is scratch. As
-// llama.cpp's attention without flash attention: q rounded to f16 for the
-// dot, softmax in f32, the weights rounded to f16 before the sum over V.
+// K and V are f16 rows (position, stride), indexed from position 0; att (t1)
+// and acc (head_dim * 64) are scratch. As llama.cpp's attention without flash
+// attention, in its float order (cpu/exact.h): q rounded to f16 for the dot,
+// softmax in f32, the weights rounded to f16 before the sum over V.
 void cpu_attention_head(float *out, const float *q, const seam_f16 *k_cache, const seam_f16 *v_cache, int t0,
-                        int t1, int head_dim, int64_t stride, float scale, float *att);
+                        int t1, int head_dim, int64_t stride, float scale, float *att, float *acc);
+
+// Every query head of one position, heads shared out over the pool: head h
+// of q (n_heads, head_dim) attends, as cpu_attention_head, over KV head
+// h / (n_heads / n_kv_heads) of caches whose position rows hold all KV
+// heads (stride n_kv_heads * head_dim); out (n_heads, head_dim). scratch
+// holds scratch_floats >= cpu_attention_scratch_floats(t1, head_dim) floats
+// for each thread of the pool.
+void cpu_attention(seam_pool *pool, float *out, const float *q, const seam_f16 *k_cache, const seam_f16 *v_cache,
+                   int n_heads, int n_kv_heads, int head_dim, int t0, int t1, float scale, float *scratch,
+                   size_t scratch_floats);
+size_t cpu_attention_scratch_floats(int n_ctx, int head_dim);
+
+// dst[i] = seam_f32_to_f16(src[i]), bitwise, vectorised where the CPU can.
+void cpu_to_f16(seam_f16 *dst, const float *src, int64_t n);
 
 // SwiGLU: gate[i] = silu(gate[i]) * up[i].
 void cpu_swiglu(float *gate, const float *up, int n);

@@ -4,7 +4,7 @@
 // the sums, and fmaf is the single rounding of the vector FMAs. This file is
 // compiled without FMA contraction (ISO C mode), so every other product and
 // sum rounds on its own, as in the vector code.
-#include "cpu/exact.h"
+#include "exact.h"
 
 #include <math.h>
 #include <string.h>
@@ -21,6 +21,7 @@ float exact_expf(float x) {
     const float u = b * b;
     const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
                          fmaf(0x1.ffffecp-1f, b, 1.0f));
+    if (isnan(n)) return n;  // NaN in, NaN out, as _mm512_scalef_ps gives ((int)NaN is undefined)
     if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;  // the vector code's blend
     return ldexpf(j, (int)n);                               // _mm512_scalef_ps
 }
@@ -58,6 +59,20 @@ float exact_dot_f16(const seam_f16 *x, const seam_f16 *y, int n) {
     }
     for (int i = np; i < n; i++) sum += (double)(seam_f16_to_f32(x[i]) * seam_f16_to_f32(y[i]));
     return (float)sum;
+}
+
+float exact_dot_f32(const float *x, const float *y, int n) {
+    const int np = n & ~63;
+    float sum = 0.0f;
+    if (np) {
+        float acc[4][16] = {{0}};
+        for (int i = 0; i < np; i += 64)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 16; l++) acc[j][l] = fmaf(x[i + 16 * j + l], y[i + 16 * j + l], acc[j][l]);
+        sum = reduce_4x16(acc);
+    }
+    for (int i = np; i < n; i++) sum = fmaf(x[i], y[i], sum);  // vec.cpp is C++: gcc contracts x*y + sum
+    return sum;
 }
 
 void exact_softmax(float *x, int t0, int t1, int n) {

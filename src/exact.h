@@ -1,4 +1,4 @@
-// exact.h — the CPU ops whose float order seam copies from llama.cpp.
+// exact.h — the arithmetic whose float order seam copies from llama.cpp.
 //
 // seam's logits are compared with llama.cpp's at 1e-2 of their spread. Two
 // engines that differ only in the last bit of a sum differ by far more than
@@ -29,6 +29,10 @@ float exact_reduce16(const float a[16]);
 // fused multiply-adds, reduced pairwise; what is left over (n % 64) is added
 // in double. The products are of f16 values, converted exactly.
 float exact_dot_f16(const seam_f16 *x, const seam_f16 *y, int n);
+
+// ggml_vec_dot_f32 (AVX-512): the same four 16-lane accumulators; the
+// leftovers (n % 64) are fused into the float sum one by one.
+float exact_dot_f32(const float *x, const float *y, int n);
 
 // ggml_soft_max of a row of n values of which [t0, t1) are visible and the
 // rest masked (-inf): x[t0..t1) in, probabilities out. The exponentials come
