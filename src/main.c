@@ -78,6 +78,7 @@ static void usage(FILE *f) {
             "      --top-k K           keep the K most likely tokens; 0 = off [0]\n"
             "      --top-p P           keep the smallest set with mass P; 1 = off [1]\n"
             "      --timeline FILE     write every crossing and token record as JSON\n"
+            "  -o, --output FILE       logits: the file the logits go to (required there)\n"
             "      --ids               print generated token ids (space-separated, one line), not text\n"
             "  -h, --help              this help\n"
             "\n"
@@ -209,7 +210,11 @@ static int parse_token_list(const char *s, int n_vocab, int **ids, int *n) {
         }
         if (count == cap) {
             int *grown = realloc(out, (size_t)(cap *= 2) * sizeof *out);
-            if (!grown) break;
+            if (!grown) {  // not a shorter prompt than asked for
+                fprintf(stderr, "seam: --tokens: out of memory for %d ids\n", cap);
+                free(out);
+                return -1;
+            }
             out = grown;
         }
         out[count++] = (int)x;
@@ -297,7 +302,8 @@ static int session_prompt(session *s, const options *o) {
     for (int i = 0; s->prompt && i < n; i++) s->prompt[i] = ids[i];
     free(ids);
     s->n_prompt = n;
-    return s->prompt ? 0 : -1;
+    if (!s->prompt) return fprintf(stderr, "seam: out of memory for %d prompt tokens\n", n), -1;
+    return 0;
 }
 
 static int session_open(session *s, const options *o, int n_extra) {
@@ -613,8 +619,19 @@ static int cmd_inspect(const options *o) {
     // bytes read per decoded token needs the architecture
     seam_model m;
     if (model_bind(&m, &f, &err) == 0) {
+        if (m.cfg.n_expert) {  // per layer: all of it, and what one token reads (k of n experts)
+            printf("per layer (%d of %d experts active)\n  %5s %14s %14s\n", m.cfg.n_expert_used, m.cfg.n_expert,
+                   "layer", "bytes", "active bytes");
+            for (int il = 0; il < m.cfg.n_layers; il++) {
+                char b2[32];
+                human_bytes(model_layer_bytes(&m, il), b1, sizeof b1);
+                human_bytes(model_layer_active_bytes(&m, il), b2, sizeof b2);
+                printf("  %5d %14s %14s\n", il, b1, b2);
+            }
+        }
         human_bytes(model_bytes_per_token(&m), b1, sizeof b1);
-        printf("read per token  %s (every layer, the head, one embedding row)\n", b1);
+        printf("read per token  %s (%s, the output norm and head, one embedding row)\n", b1,
+               m.cfg.n_expert ? "every layer's attention, router and active experts" : "every layer");
         model_free(&m);
     } else {
         printf("read per token  unknown: %s\n", err.msg);
