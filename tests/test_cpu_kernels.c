@@ -1,14 +1,12 @@
 // test_cpu_kernels.c — the CPU backend's fast paths against their scalar
-// references: every dot kernel on random blocks of several row lengths, the
-// attention axpy, the threaded matvec on pools of 1..4 threads, and the pool
-// itself.
+// references: every dot kernel of every instruction set this CPU runs, on
+// random blocks of several row lengths and rows at a time; the threaded
+// matvec on pools of 1..4 threads; and the pool itself.
 //
-// Tolerances: the quantised dots and the axpy keep the reference's integer
-// sums and its float expressions in its order, so they must be bitwise equal.
-// The F32/F16 dots sum in four double lanes instead of one: equal to the
-// reference within 1e-15 of the sum of |products| (double rounding) plus half
-// a float ulp of the result (where that double rounding tips the conversion
-// to float), far inside the 1e-6 the golden logits need.
+// Tolerance: none. The kernels keep the reference's integer sums and its
+// float steps in its order (llama.cpp's, see quant.c and exact.c), so every
+// result must be bitwise the reference's -- the golden logits match
+// llama.cpp's to the last bit only if every dot does.
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -26,6 +24,12 @@ static uint32_t bits_of(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
+}
+
+static float float_of(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
 }
 
 // A finite f16 scale of random sign and magnitude around 2^-8..2^0.
@@ -107,36 +111,43 @@ static void *random_activations(uint32_t act_type, int64_t n, uint64_t *rng) {
     return a;
 }
 
-static bool is_float_type(uint32_t type) {
-    return type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16;
+static const cpu_kernels *scalar_set(void) {
+    const cpu_kernels *sets[CPU_KERNEL_SETS];
+    cpu_kernels_all(sets);
+    return sets[0];
 }
 
-// Sum of |w_i a_i|, the scale of the float dots' rounding.
-static double abs_dot(uint32_t type, const void *w, const void *a, int64_t n) {
-    float *wf = malloc((size_t)n * sizeof *wf), *af = malloc((size_t)n * sizeof *af);
-    seam_dequantize_row(type, w, wf, n);
-    seam_dequantize_row(type, a, af, n);
-    double s = 0;
-    for (int64_t i = 0; i < n; i++) s += fabs((double)wf[i] * af[i]);
-    free(wf), free(af);
-    return s;
-}
-
-static void check_dot(uint32_t type, int64_t n, uint64_t *rng) {
-    const cpu_kernels *fast = cpu_kernels_get(), *ref = cpu_kernels_scalar();
-    void *w = random_weights(type, n, rng);
+// Three rows through the fast kernel at once (kernels may handle rows in
+// pairs) and through the reference one by one.
+static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, uint64_t *rng) {
+    enum { ROWS = 3 };
+    const cpu_kernels *ref = scalar_set();
+    const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)n);
+    uint8_t *w = malloc(ROWS * row_bytes);
+    for (int r = 0; r < ROWS; r++) {
+        void *row = random_weights(type, n, rng);
+        memcpy(w + r * row_bytes, row, row_bytes);
+        free(row);
+    }
     void *a = random_activations(seam_vec_dot_type(type), n, rng);
-    const float got = fast->dot[type](type, w, a, n), want = ref->dot[type](type, w, a, n);
-    cr_assert(want == seam_vec_dot(type, w, a, n), "the scalar set is seam_vec_dot");
-    if (is_float_type(type)) {
-        const double tol = 1e-15 * abs_dot(type, w, a, n) + 0.5 * (nextafterf(fabsf(want), INFINITY) - fabsf(want));
-        cr_assert(fabs((double)got - want) <= tol, "%s (%s) n=%ld: %.9g vs reference %.9g (tolerance %.3g)",
-                  ggml_type_name(type), fast->name, (long)n, got, want, tol);
-    } else {
-        cr_assert(bits_of(got) == bits_of(want), "%s (%s) n=%ld: %.9g vs reference %.9g, not bitwise equal",
-                  ggml_type_name(type), fast->name, (long)n, got, want);
+    float got[ROWS], want[ROWS];
+    fast->dot[type](type, w, row_bytes, ROWS, a, n, got);
+    ref->dot[type](type, w, row_bytes, ROWS, a, n, want);
+    for (int r = 0; r < ROWS; r++) {
+        const void *row = w + r * row_bytes;
+        cr_assert(bits_of(want[r]) == bits_of(seam_vec_dot(type, row, a, n)), "the scalar set is seam_vec_dot");
+        cr_assert(bits_of(got[r]) == bits_of(want[r]), "%s (%s) n=%ld row %d: %.9g vs reference %.9g, not bitwise equal",
+                  ggml_type_name(type), fast->name, (long)n, r, got[r], want[r]);
     }
     free(w), free(a);
+}
+
+// Every fast set this CPU runs (AVX2, and AVX-512 on top of it), not only
+// the one the engine picks.
+static void check_dot(uint32_t type, int64_t n, uint64_t *rng) {
+    const cpu_kernels *sets[CPU_KERNEL_SETS];
+    const int n_sets = cpu_kernels_all(sets);
+    for (int i = 1; i < n_sets; i++) check_dot_with(sets[i], type, n, rng);
 }
 
 Test(kernels, k_types_bitwise) {
@@ -158,71 +169,128 @@ Test(kernels, wide32_types_bitwise) {
             for (int rep = 0; rep < 20; rep++) check_dot(types[t], lengths[l], &rng);
 }
 
-Test(kernels, float_types_within_tolerance) {
+Test(kernels, float_types_bitwise) {
     static const uint32_t types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16};
-    static const int64_t lengths[] = {1, 7, 8, 13, 64, 100, 128, 256, 1000, 4096};
+    static const int64_t lengths[] = {1, 7, 8, 13, 63, 64, 100, 128, 256, 1000, 4096};  // tails and blocks of 64
     uint64_t rng = 3;
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
             for (int rep = 0; rep < 20; rep++) check_dot(types[t], lengths[l], &rng);
 }
 
-Test(kernels, axpy_f16_bitwise) {
-    const cpu_kernels *fast = cpu_kernels_get(), *ref = cpu_kernels_scalar();
-    uint64_t rng = 4;
-    for (int n = 1; n <= 264; n += 7) {
-        seam_f16 x[264];
-        double acc_fast[264], acc_ref[264];
-        for (int i = 0; i < n; i++) {
-            x[i] = seam_f32_to_f16(test_rng_normal(&rng));
-            acc_fast[i] = acc_ref[i] = test_rng_normal(&rng);
+// Attention's value sums: short ranges (lanes left at zero) and long ones,
+// head sizes with and without a tail past the last 8.
+Test(kernels, attn_values_bitwise) {
+    static const int head_dims[] = {64, 72, 128, 256};
+    static const int ranges[][2] = {{0, 1}, {3, 40}, {0, 64}, {5, 200}, {130, 333}};
+    const cpu_kernels *sets[CPU_KERNEL_SETS];
+    const int n_sets = cpu_kernels_all(sets);
+    uint64_t rng = 7;
+    for (size_t hd = 0; hd < sizeof head_dims / sizeof head_dims[0]; hd++) {
+        const int head_dim = head_dims[hd], stride = 3 * head_dim, n_pos = 333;
+        seam_f16 *v = malloc(sizeof(seam_f16) * (size_t)n_pos * stride);
+        float *w = malloc(sizeof(float) * n_pos), *scratch = malloc(sizeof(float) * 64 * (size_t)head_dim);
+        float want[256], got[256];
+        for (int i = 0; i < n_pos * stride; i++) v[i] = seam_f32_to_f16(test_rng_normal(&rng));
+        for (int t = 0; t < n_pos; t++) w[t] = 0.5f * (test_rng_uniform(&rng) + 1.0f) / 16;
+        for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
+            const int t0 = ranges[r][0], t1 = ranges[r][1];
+            sets[0]->attn_values(want, w, v, t0, t1, head_dim, stride, scratch);
+            for (int i = 1; i < n_sets; i++) {
+                for (int k = 0; k < 64 * head_dim; k++) scratch[k] = NAN;  // no reliance on what scratch held
+                sets[i]->attn_values(got, w, v, t0, t1, head_dim, stride, scratch);
+                for (int d = 0; d < head_dim; d++)
+                    cr_assert(bits_of(got[d]) == bits_of(want[d]), "attn_values (%s) head_dim %d [%d, %d): out[%d] = %.9g, want %.9g",
+                              sets[i]->name, head_dim, t0, t1, d, got[d], want[d]);
+            }
         }
-        for (int rep = 0; rep < 4; rep++) {
-            const float a = seam_f16_to_f32(seam_f32_to_f16(test_rng_uniform(&rng)));
-            fast->axpy_f16(acc_fast, a, x, n);
-            ref->axpy_f16(acc_ref, a, x, n);
-        }
-        cr_assert(memcmp(acc_fast, acc_ref, (size_t)n * sizeof(double)) == 0, "axpy_f16 (%s) n=%d differs",
-                  fast->name, n);
+        free(v), free(w), free(scratch);
     }
 }
 
-// cpu_attention_head against the formula written out in scalar C: scores as
-// double sums of f16(q) * k, softmax, f16 weights, double sums over V.
-Test(kernels, attention_head) {
-    enum { head_dim = 128, n_pos = 77, stride = 2 * head_dim };
-    uint64_t rng = 5;
-    seam_f16 *k = malloc(sizeof(seam_f16) * n_pos * stride), *v = malloc(sizeof(seam_f16) * n_pos * stride);
-    for (int i = 0; i < n_pos * stride; i++) {
+// f32 -> f16 rows: normal, subnormal, overflowing, tie and NaN values, in
+// blocks of 8 and tails.
+Test(kernels, to_f16_bitwise) {
+    const cpu_kernels *sets[CPU_KERNEL_SETS];
+    const int n_sets = cpu_kernels_all(sets);
+    uint64_t rng = 9;
+    float x[203];
+    for (int i = 0; i < 203; i++) {
+        const uint32_t u = (uint32_t)test_rng_next(&rng);
+        x[i] = i % 3 ? ldexpf(test_rng_normal(&rng), (int)(u % 48) - 30) : float_of(u);  // any bits: NaNs, infs, subnormals
+    }
+    x[5] = 65520.0f, x[6] = 0x1p-25f, x[7] = 1.0f + 0x1p-11f, x[8] = NAN, x[9] = -NAN;
+    for (int n = 0; n <= 203; n += 29) {
+        seam_f16 want[203], got[203];
+        sets[0]->to_f16(want, x, n);
+        for (int i = 1; i < n_sets; i++) {
+            sets[i]->to_f16(got, x, n);
+            for (int k = 0; k < n; k++)
+                cr_assert_eq(got[k], want[k], "to_f16 (%s) of %a: 0x%04x, want 0x%04x", sets[i]->name, x[k], got[k], want[k]);
+        }
+    }
+}
+
+// Q8_K activations: normal rows, a zero block, ties of the largest
+// magnitude with both signs, rows with NaN and infinity.
+Test(kernels, quantize_q8_K_bitwise) {
+    const cpu_kernels *sets[CPU_KERNEL_SETS];
+    const int n_sets = cpu_kernels_all(sets);
+    enum { N = 6 * QK_K };
+    uint64_t rng = 10;
+    float x[N];
+    for (int rep = 0; rep < 50; rep++) {
+        for (int i = 0; i < N; i++) x[i] = ldexpf(test_rng_normal(&rng), rep % 20 - 10);
+        for (int i = QK_K; i < 2 * QK_K; i++) x[i] = 0.0f;               // block 1: zero
+        x[2 * QK_K + 7] = 1e3f, x[2 * QK_K + 9] = -1e3f;                   // block 2: tie, first wins
+        x[3 * QK_K + 4] = 0.5f * 12582912.f / 127;                         // block 3: a product near the trick's edge
+        if (rep % 5 == 0) x[4 * QK_K + rep % QK_K] = NAN;                  // block 4: a NaN
+        if (rep % 7 == 0) x[5 * QK_K + rep % QK_K] = -INFINITY;            // block 5: an infinity
+        block_q8_K want[N / QK_K], got[N / QK_K];
+        sets[0]->quantize_q8_K(x, want, N);
+        for (int i = 1; i < n_sets; i++) {
+            memset(got, 0x5a, sizeof got);
+            sets[i]->quantize_q8_K(x, got, N);
+            for (int b = 0; b < N / QK_K; b++)
+                cr_assert(memcmp(&got[b], &want[b], sizeof want[b]) == 0, "quantize_q8_K (%s): block %d of rep %d differs",
+                          sets[i]->name, b, rep);
+        }
+    }
+}
+
+// All heads through the pool give bitwise each head alone (GQA groups of 2).
+Test(kernels, attention_over_the_pool) {
+    enum { n_heads = 8, n_kv = 4, head_dim = 64, t1 = 90, stride = n_kv * head_dim };
+    uint64_t rng = 8;
+    seam_f16 *k = malloc(sizeof(seam_f16) * t1 * stride), *v = malloc(sizeof(seam_f16) * t1 * stride);
+    for (int i = 0; i < t1 * stride; i++) {
         k[i] = seam_f32_to_f16(test_rng_normal(&rng));
         v[i] = seam_f32_to_f16(test_rng_normal(&rng));
     }
-    float q[head_dim], out[head_dim], att[n_pos], want_att[n_pos];
-    for (int d = 0; d < head_dim; d++) q[d] = test_rng_normal(&rng);
-    const float scale = 1.0f / sqrtf((float)head_dim);
-    const int t0 = 5;
-    cpu_attention_head(out, q, k, v, t0, n_pos, head_dim, stride, scale, att);
-
-    for (int t = t0; t < n_pos; t++) {
-        double dot = 0;
-        for (int d = 0; d < head_dim; d++)
-            dot += (double)(seam_f16_to_f32(seam_f32_to_f16(q[d])) * seam_f16_to_f32(k[t * stride + d]));
-        want_att[t - t0] = (float)dot * scale;
+    float q[n_heads * head_dim], want[n_heads * head_dim], got[n_heads * head_dim];
+    for (int i = 0; i < n_heads * head_dim; i++) q[i] = test_rng_normal(&rng);
+    const size_t per_thread = cpu_attention_scratch_floats(t1, head_dim);
+    float *scratch = malloc(sizeof(float) * 4 * per_thread);
+    for (int h = 0; h < n_heads; h++) {
+        const int kv = h / (n_heads / n_kv) * head_dim;
+        cpu_attention_head(want + h * head_dim, q + h * head_dim, k + kv, v + kv, 7, t1, head_dim, stride, 0.125f,
+                           scratch, scratch + t1);
     }
-    cpu_softmax(want_att, n_pos - t0);
-    for (int d = 0; d < head_dim; d++) {
-        double acc = 0;
-        for (int t = t0; t < n_pos; t++)
-            acc += (double)(seam_f16_to_f32(seam_f32_to_f16(want_att[t - t0])) * seam_f16_to_f32(v[t * stride + d]));
-        const float want = (float)acc;
-        cr_assert(fabsf(out[d] - want) <= 0.5f * (nextafterf(fabsf(want), INFINITY) - fabsf(want)),
-                  "attention out[%d] = %.9g, reference %.9g", d, out[d], want);
+    for (int nth = 1; nth <= 4; nth++) {
+        seam_error err = {{0}};
+        seam_pool *pool = pool_create(nth, &err);
+        cr_assert(pool, "%s", err.msg);
+        cpu_attention(pool, got, q, k, v, n_heads, n_kv, head_dim, 7, t1, 0.125f, scratch, per_thread);
+        cr_assert(memcmp(got, want, sizeof got) == 0, "cpu_attention on %d threads differs from head by head", nth);
+        pool_destroy(pool);
     }
-    free(k), free(v);
+    free(k), free(v), free(scratch);
 }
 
 // ---------------------------------------------------------------------------
-// The threaded matvec: every pool size gives bitwise the per-row reference.
+// The threaded matvec: every pool size and chunking gives bitwise the row
+// kernel's result for each row alone (the kernels against the reference
+// are tested above).
 
 static seam_tensor make_tensor(uint32_t type, int64_t rows, int64_t cols, uint64_t *rng) {
     seam_tensor t = {.name = "test", .name_len = 4, .type = type, .rows = rows, .cols = cols};
@@ -260,8 +328,9 @@ Test(matvec, pool_sizes_agree_with_reference) {
                 memset(out, 0xff, sizeof(float) * (size_t)w.rows);
                 cpu_matvec(pool, &w, x, out, scratch);
                 for (int64_t r = 0; r < w.rows; r++) {
-                    const float want = cpu_kernels_get()->dot[w.type](
-                        w.type, (const uint8_t *)w.data + r * w.row_bytes, act, w.cols);
+                    float want;
+                    cpu_kernels_get()->dot[w.type](w.type, (const uint8_t *)w.data + r * w.row_bytes, w.row_bytes, 1, act,
+                                                   w.cols, &want);
                     cr_assert(bits_of(out[r]) == bits_of(want), "%s %ldx%ld, %d threads: row %ld = %.9g, want %.9g",
                               ggml_type_name(w.type), (long)w.rows, (long)w.cols, nth, (long)r, out[r], want);
                 }

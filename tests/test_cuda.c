@@ -482,13 +482,13 @@ typedef struct {
 static void attention_reference(const att_shape *s, const float *q, const uint16_t *kc, const uint16_t *vc, float *out) {
     const int kv_dim = s->n_kv * s->head_dim, t1 = s->pos + 1;
     const int t0 = s->n_swa > 0 && t1 > s->n_swa ? t1 - s->n_swa : 0;
-    float *att = malloc(sizeof(float) * s->n_ctx);
+    float *att = malloc(sizeof(float) * s->n_ctx), *acc = malloc(sizeof(float) * s->head_dim * 64);
     for (int h = 0; h < s->n_heads; h++) {
         const int kvh = h / (s->n_heads / s->n_kv);
         cpu_attention_head(out + h * s->head_dim, q + h * s->head_dim, kc + kvh * s->head_dim, vc + kvh * s->head_dim,
-                           t0, t1, s->head_dim, kv_dim, 1.0f / sqrtf((float)s->head_dim), att);
+                           t0, t1, s->head_dim, kv_dim, 1.0f / sqrtf((float)s->head_dim), att, acc);
     }
-    free(att);
+    free(att), free(acc);
 }
 
 static void check_attention(const float *got, const float *want, int n, const char *what) {

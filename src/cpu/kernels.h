@@ -1,38 +1,66 @@
 // kernels.h — the CPU backend's inner loops, chosen once by CPU feature.
 //
-// Each kernel computes exactly what its scalar reference computes (the
-// reference is named beside it); tests/test_cpu_kernels.c holds them to it.
+// Each kernel computes bitwise what its scalar reference computes
+// (seam_vec_dot, whose float order is llama.cpp's; the kernel names the part
+// of the reference it follows); tests/test_cpu_kernels.c holds them to it.
 #ifndef SEAM_CPU_KERNELS_H
 #define SEAM_CPU_KERNELS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "quant.h"
 
-// One row of n weights of `type` . n activations already quantised to
-// seam_vec_dot_type(type): the contract (and signature) of seam_vec_dot, so
-// that the reference itself is the scalar kernel of every type.
-typedef float (*cpu_dot_fn)(uint32_t type, const void *w, const void *act, int64_t n);
+// Rows 0..n_rows-1 of a matrix (row r at w + r * row_bytes, n weights of
+// `type` each; row_bytes at least ggml_row_bytes(type, n)) . n activations
+// already quantised to seam_vec_dot_type(type):
+//   out[r] = seam_vec_dot(type, row r, act, n)
+// The kernel sees many rows at once so that it can prefetch ahead of the
+// row it computes and keep per-activation work out of the row loop.
+typedef void (*cpu_dot_fn)(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
+                           int64_t n, float *out);
 
-// acc[i] += (double)(a * x[i]) for i < n: one position's value row folded
-// into an attention head's output (reference: cpu_axpy_f16_ref in ops.c).
-typedef void (*cpu_axpy_f16_fn)(double *acc, float a, const seam_f16 *x, int n);
+// An attention head's weighted sum of values, the contract of
+// exact_attention_values (src/exact.h): out (head_dim) = sum over t in
+// [t0, t1) of f16(w[t]) * v[t] (v rows at stride elements), in llama.cpp's
+// lane order; scratch holds head_dim * 64 floats.
+typedef void (*cpu_attn_values_fn)(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim,
+                                   int64_t stride, float *scratch);
+
+// dst[i] = seam_f32_to_f16(src[i]) for i < n (the KV cache, q for the
+// attention dots).
+typedef void (*cpu_to_f16_fn)(seam_f16 *dst, const float *src, int64_t n);
+
+// seam_quantize_row_q8_K: the activations of every K-type matvec.
+typedef void (*cpu_quantize_q8_K_fn)(const float *x, block_q8_K *y, int64_t n);
 
 typedef struct {
-    const char *name;                 // "avx2", "scalar": which set was chosen
+    const char *name;                 // "avx512", "avx2", "scalar": which set was chosen
     cpu_dot_fn dot[GGML_TYPE_COUNT];  // per weight type; every supported type is set
-    cpu_axpy_f16_fn axpy_f16;
+    cpu_attn_values_fn attn_values;
+    cpu_to_f16_fn to_f16;
+    cpu_quantize_q8_K_fn quantize_q8_K;
 } cpu_kernels;
 
 // The fastest kernels this CPU runs, with the scalar reference filling every
-// gap; decided on the first call (thread-safe), then a constant.
+// gap; decided on the first call (thread-safe), then a constant. The
+// environment variable SEAM_KERNELS=scalar|avx2|avx512 picks a slower set
+// instead (for benchmarks).
 const cpu_kernels *cpu_kernels_get(void);
 
-// The scalar set: seam_vec_dot for every type. Tests compare against it.
-const cpu_kernels *cpu_kernels_scalar(void);
+// Every set this CPU runs, from the scalar one (seam_vec_dot row by row for
+// every type, exact_attention_values, seam_f32_to_f16,
+// seam_quantize_row_q8_K) first to the fastest last; returns how many. Tests hold each
+// set to the scalar one; benchmarks compare them.
+#define CPU_KERNEL_SETS 3
+int cpu_kernels_all(const cpu_kernels *sets[CPU_KERNEL_SETS]);
 
 // The AVX2 + FMA + F16C kernels (matvec_avx2.c): fills dot[] for the types
-// it covers and axpy_f16. Call only when the CPU has those features.
+// it covers and the other kernels. Call only when the CPU has those features.
 void cpu_kernels_fill_avx2(cpu_kernels *k);
+
+// The AVX-512 BW/VL + VNNI kernels (matvec_avx512.c): replaces the Q4_K and
+// Q6_K dots of an AVX2 set. Call only when the CPU has those features.
+void cpu_kernels_fill_avx512(cpu_kernels *k);
 
 #endif

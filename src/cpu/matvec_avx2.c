@@ -2,22 +2,16 @@
 // -mf16c; only reached after a run-time feature check).
 //
 // The bound: decode reads every weight byte once per token, so a kernel has
-// to turn a block into integer products faster than DRAM delivers it (on the
-// order of 10 GB/s per core), not more. That leaves room to keep the scalar
-// reference's arithmetic exactly:
-//   - integer products are summed exactly, per block, into one int; the
-//     block's float scaling and the running float sum are the reference's
-//     expressions in the reference's order, so the K-type and 32-wide dots
-//     return bitwise what seam_vec_dot returns;
-//   - float dots (F32, F16) form each product in float as the reference does
-//     and sum in four double lanes instead of one: the same double when the
-//     partial sums are exact (products spanning < 29 bits of exponent), and
-//     otherwise within a double rounding, far below the float result's ulp.
-// The integer paths follow llama.cpp's AVX2 kernels (ggml-cpu/arch/x86/quants.c).
+// to turn blocks into products faster than DRAM delivers them (~10 GB/s per
+// core here), with room to spare, or compute and memory stop overlapping.
+// The arithmetic is the reference's, step for step -- the integer paths are
+// llama.cpp's AVX2 kernels (ggml-cpu/arch/x86/quants.c), the float ones its
+// AVX-512 vector dots, both of which quant.c and exact.c transcribe -- so
+// every dot here is bitwise seam_vec_dot.
 //
-// This file is compiled with ISO C's -ffp-contract=off (gcc -std=c11): the
-// scalar tails below must not be fused into FMAs, or they would round
-// differently from quant.c.
+// gcc compiles ISO C (-std=c11) with -ffp-contract=off: the scalar scale
+// products below stay unfused, as in quant.c.
+#include <math.h>
 #include <stddef.h>
 
 #include "cpu/kernels.h"
@@ -25,25 +19,6 @@
 
 // ---------------------------------------------------------------------------
 // Helpers
-
-static inline int hsum_i32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm_cvtsi128_si32(s);
-}
-
-// The four horizontal sums of a, b, c, d, as lanes 0..3.
-static inline __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d) {
-    const __m256i ab = _mm256_hadd_epi32(a, b), cd = _mm256_hadd_epi32(c, d);
-    const __m256i abcd = _mm256_hadd_epi32(ab, cd);  // per 128-bit half: partial sums of a, b, c, d
-    return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
-}
-
-static inline double hsum_f64(__m256d v) {
-    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
-}
 
 // Eight int32 lanes of signed x . signed y over 32 bytes, in pairs of four:
 // maddubs wants its first operand unsigned, so move x's sign onto y.
@@ -53,9 +28,8 @@ static inline __m256i dot_i8(__m256i x, __m256i y) {
 }
 
 // ---------------------------------------------------------------------------
-// 32-wide types x Q8_0 (ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0; reference: the
-// 32-wide branch of seam_vec_dot). Per block: isum exact; sum += isum * (d * da),
-// one block after another. Four blocks share one horizontal reduction.
+// 32-wide types x Q8_0 (ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0; reference:
+// dot_32wide in quant.c).
 
 // Block b of a row as 32 signed bytes q (w = d * q), per quant.c's unpack_32.
 typedef __m256i (*unpack32_fn)(const void *row, int64_t b, float *d);
@@ -95,57 +69,43 @@ static inline __m256i unpack_q8_0(const void *row, int64_t b, float *d) {
     return _mm256_loadu_si256((const __m256i *)x->qs);
 }
 
+// The block's eight lanes of q . a, then acc += (d * da) * lanes.
 static inline float dot_32wide(unpack32_fn unpack, const void *w, const void *act, int64_t n) {
     const block_q8_0 *a = act;
-    const int64_t nb = n / QK8_0;
-    float sum = 0;
-    int64_t b = 0;
-    for (; b + 4 <= nb; b += 4) {
-        float dw[4];
-        __m256i s[4];
-        for (int k = 0; k < 4; k++)
-            s[k] = dot_i8(unpack(w, b + k, &dw[k]), _mm256_loadu_si256((const __m256i *)a[b + k].qs));
-        const __m128i isum = hsum4_i32(s[0], s[1], s[2], s[3]);
-        const __m128 dd = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set_ps(f16_to_f32(a[b + 3].d), f16_to_f32(a[b + 2].d),
-                                                                f16_to_f32(a[b + 1].d), f16_to_f32(a[b].d)));
-        float p[4];
-        _mm_storeu_ps(p, _mm_mul_ps(_mm_cvtepi32_ps(isum), dd));
-        sum += p[0];
-        sum += p[1];
-        sum += p[2];
-        sum += p[3];
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK8_0; b++) {
+        float d;
+        const __m256i q = unpack(w, b, &d);
+        acc = acc_lanes(acc, d * f16_to_f32(a[b].d), dot_i8(q, _mm256_loadu_si256((const __m256i *)a[b].qs)));
     }
-    for (; b < nb; b++) {
-        float dw;
-        const int isum = hsum_i32(dot_i8(unpack(w, b, &dw), _mm256_loadu_si256((const __m256i *)a[b].qs)));
-        sum += isum * (dw * f16_to_f32(a[b].d));
-    }
-    return sum;
+    return hsum8(acc);
 }
 
 // One instance per type, so that each unpack inlines into its loop.
-static float dot_q4_0(uint32_t type, const void *w, const void *a, int64_t n) {
+static inline __attribute__((always_inline)) float q4_0_row(const void *w, const void *a, int64_t n) {
     return dot_32wide(unpack_q4_0, w, a, n);
 }
-static float dot_q5_0(uint32_t type, const void *w, const void *a, int64_t n) {
+static inline __attribute__((always_inline)) float q5_0_row(const void *w, const void *a, int64_t n) {
     return dot_32wide(unpack_q5_0, w, a, n);
 }
-static float dot_q8_0(uint32_t type, const void *w, const void *a, int64_t n) {
+static inline __attribute__((always_inline)) float q8_0_row(const void *w, const void *a, int64_t n) {
     return dot_32wide(unpack_q8_0, w, a, n);
 }
+ROWS_KERNEL(dot_q4_0, q4_0_row)
+ROWS_KERNEL(dot_q5_0, q5_0_row)
+ROWS_KERNEL(dot_q8_0, q8_0_row)
 
 // ---------------------------------------------------------------------------
-// K types x Q8_K (ggml_vec_dot_{q4_K,q6_K}_q8_K; reference: the K-type branch
-// of seam_vec_dot): per block, exact integer sums; four blocks at a time
-// through k_dot (simd_x86.h) for the horizontal sums and the float tail.
+// K types x Q8_K (ggml_vec_dot_{q4_K,q6_K}_q8_K; reference: dot_ktype in
+// quant.c): the integer lanes of a block; k_dot (simd_x86.h) does the rest.
 
 // Q4_K (layout in quant.h): chunk c of qs holds sub-block 2c in its low
 // nibbles and 2c+1 in its high ones; maddubs pairs them with the activations
 // into int16 (|.| <= 2 * 15 * 128), madd applies the sub-block's scale.
-static void q4k_block(const void *wv, const block_q8_K *a, __m128i *isum, __m128i *mprod) {
+static inline __attribute__((always_inline)) void q4k_block(const void *wv, const block_q8_K *a, __m256i *lanes, __m128i *min_lanes) {
     const block_q4_K *w = wv;
-    const __m128i sm = q4k_scales_mins(w->scales);
-    *mprod = q4k_min_products(sm, a);
+    const __m128i sm = q4k_scales_mins1(w->scales);
+    *min_lanes = q4k_min_products(sm, a);
     const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));  // sc0..7 as int16, both halves
     const __m256i low4 = _mm256_set1_epi8(15);
     __m256i acc = _mm256_setzero_si256();
@@ -160,7 +120,7 @@ static void q4k_block(const void *wv, const block_q8_K *a, __m128i *isum, __m128
         const __m256i s_hi = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)((4 * c + 3) << 8 | (4 * c + 2))));
         acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(s_lo, p_lo), _mm256_madd_epi16(s_hi, p_hi)));
     }
-    *isum = fold_256(acc);
+    *lanes = acc;
 }
 
 // Q6_K (layout in quant.h): per half, ql[0..63] and qh[0..31] give four runs
@@ -169,7 +129,7 @@ static void q4k_block(const void *wv, const block_q8_K *a, __m128i *isum, __m128
 // unsigned (0..63, maddubs' unsigned side) and the -32 comes off at once:
 // the sub-blocks are the bsums' groups of 16, so it is 32 * sum_s sc[s] *
 // bsums[s] (|.| < 2^24: exact).
-static void q6k_block(const void *wv, const block_q8_K *a, __m128i *isum, __m128i *mprod) {
+static inline __attribute__((always_inline)) void q6k_block(const void *wv, const block_q8_K *a, __m256i *lanes, __m128i *min_lanes) {
     const block_q6_K *w = wv;
     const __m256i low4 = _mm256_set1_epi8(15), bits45 = _mm256_set1_epi8(0x30);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
@@ -188,8 +148,9 @@ static void q6k_block(const void *wv, const block_q8_K *a, __m128i *isum, __m128
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
                             _mm256_and_si256(_mm256_srli_epi16(hb, 2), bits45)),
         };
-        // this half's eight scales (int16) in both 128-bit lanes
-        const __m256i sch = _mm256_permute2x128_si256(sc16, sc16, h ? 0x11 : 0x00);
+        // this half's eight scales (int16) in both 128-bit lanes (the
+        // selector must be a literal for clang, so each half has its own)
+        const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11) : _mm256_permute2x128_si256(sc16, sc16, 0x00);
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
             const __m256i p = _mm256_maddubs_epi16(q[r], _mm256_loadu_si256((const __m256i *)(a->qs + 128 * h + 32 * r)));
@@ -199,63 +160,194 @@ static void q6k_block(const void *wv, const block_q8_K *a, __m128i *isum, __m128
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(s, p));
         }
     }
-    *isum = fold_256(acc);
-    *mprod = _mm_setzero_si128();
+    *lanes = acc;
+    *min_lanes = _mm_setzero_si128();
 }
 
-static float dot_q4_K(uint32_t type, const void *w, const void *a, int64_t n) {
-    return k_dot(q4k_block, sizeof(block_q4_K), offsetof(block_q4_K, d), offsetof(block_q4_K, dmin), w, a, n);
+static inline __attribute__((always_inline)) float q4_K_row(const void *w, const void *a, int64_t n) {
+    return k_dot(q4k_block, sizeof(block_q4_K), offsetof(block_q4_K, d), true, w, a, n);
 }
-
-static float dot_q6_K(uint32_t type, const void *w, const void *a, int64_t n) {
-    return k_dot(q6k_block, sizeof(block_q6_K), offsetof(block_q6_K, d), -1, w, a, n);
+static inline __attribute__((always_inline)) float q6_K_row(const void *w, const void *a, int64_t n) {
+    return k_dot(q6k_block, sizeof(block_q6_K), offsetof(block_q6_K, d), false, w, a, n);
 }
+ROWS_KERNEL(dot_q4_K, q4_K_row)
+ROWS_KERNEL(dot_q6_K, q6_K_row)
 
 // ---------------------------------------------------------------------------
-// F32 and F16 weights (reference: the float branch of seam_vec_dot): each
-// product in float, the sum in double.
+// F32 and F16 weights (reference: exact_dot_f32/f16, src/exact.c, which are
+// llama.cpp's AVX-512 ggml_vec_dot_f32/f16): per 64 elements, four 16-lane
+// accumulators of fused multiply-adds, here each as two 8-lane halves; the
+// 16-lane reduction is lane for lane the same.
 
-static inline void acc_products(__m256d *acc, __m256 p) {
-    acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(p)));
-    acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps(p, 1)));
+// acc[2j], acc[2j + 1]: lanes 0-7 and 8-15 of accumulator j. Folded as
+// GGML_F32x16_REDUCE: 0 += 2, 1 += 3, 0 += 1, then halves, quarters, pairs.
+static inline float reduce_4x16(const __m256 acc[8]) {
+    const __m256 lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+    const __m256 hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+    const __m256 t3 = _mm256_add_ps(hi, lo);
+    return hsum4(_mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3)));
 }
 
-static float dot_f32(uint32_t type, const void *wv, const void *av, int64_t n) {
-    const float *w = wv, *a = av;
-    __m256d acc[2] = {_mm256_setzero_pd(), _mm256_setzero_pd()};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) acc_products(acc, _mm256_mul_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(a + i)));
-    double sum = hsum_f64(_mm256_add_pd(acc[0], acc[1]));
-    for (; i < n; i++) sum += (double)(w[i] * a[i]);
-    return (float)sum;
-}
-
-static float dot_f16(uint32_t type, const void *wv, const void *av, int64_t n) {
-    const seam_f16 *w = wv, *a = av;
-    __m256d acc[2] = {_mm256_setzero_pd(), _mm256_setzero_pd()};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 wf = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i)));
-        const __m256 af = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i)));
-        acc_products(acc, _mm256_mul_ps(wf, af));
+// x (n f16 or f32) . y, the 64-element blocks; returns the reduced sum and
+// the count done, n & ~63 (0: no blocks, and no reduction either).
+static inline __attribute__((always_inline)) float blocks_64(bool half, const void *x, const void *y, int64_t n,
+                                                             int64_t *done) {
+    *done = n & ~(int64_t)63;
+    if (!*done) return 0.0f;
+    __m256 acc[8];
+    for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < *done; i += 64) {
+        for (int k = 0; k < 8; k++) {
+            const int64_t e = i + 8 * k;
+            const __m256 xv = half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const seam_f16 *)x + e)))
+                                   : _mm256_loadu_ps((const float *)x + e);
+            const __m256 yv = half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const seam_f16 *)y + e)))
+                                   : _mm256_loadu_ps((const float *)y + e);
+            acc[k] = _mm256_fmadd_ps(xv, yv, acc[k]);
+        }
     }
-    double sum = hsum_f64(_mm256_add_pd(acc[0], acc[1]));
+    return reduce_4x16(acc);
+}
+
+// The leftovers (n % 64) fused into the float sum one by one.
+static inline __attribute__((always_inline)) float f32_row(const void *wv, const void *av, int64_t n) {
+    const float *w = wv, *a = av;
+    int64_t i;
+    float sum = blocks_64(false, w, a, n, &i);
+    for (; i < n; i++) sum = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(w[i]), _mm_set_ss(a[i]), _mm_set_ss(sum)));
+    return sum;
+}
+
+// The leftovers (n % 64) added in double, each product formed in float.
+static inline __attribute__((always_inline)) float f16_row(const void *wv, const void *av, int64_t n) {
+    const seam_f16 *w = wv, *a = av;
+    int64_t i;
+    double sum = blocks_64(true, w, a, n, &i);
     for (; i < n; i++) sum += (double)(f16_to_f32(w[i]) * f16_to_f32(a[i]));
     return (float)sum;
 }
 
-// Attention's value sum: per element the same float product and double add
-// as the reference, so the result is bitwise the reference's.
-static void axpy_f16(double *acc, float a, const seam_f16 *x, int n) {
-    const __m256 va = _mm256_set1_ps(a);
-    int i = 0;
+ROWS_KERNEL(dot_f32, f32_row)
+ROWS_KERNEL(dot_f16, f16_row)
+
+// ---------------------------------------------------------------------------
+// f32 -> f16 rows (reference: seam_f32_to_f16): F16C rounds to nearest even
+// as the reference does, subnormals and overflow included; only a NaN comes
+// out differently (F16C keeps its payload, seam writes the canonical quiet
+// NaN), so a block holding one takes the reference's path.
+static inline seam_f16 to_f16_1(float x) {
+    return x != x ? seam_f32_to_f16(x) : (seam_f16)_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT);
+}
+
+static void to_f16(seam_f16 *dst, const float *src, int64_t n) {
+    int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256 p = _mm256_mul_ps(va, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
-        _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), _mm256_cvtps_pd(_mm256_castps256_ps128(p))));
-        _mm256_storeu_pd(acc + i + 4,
-                         _mm256_add_pd(_mm256_loadu_pd(acc + i + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(p, 1))));
+        const __m256 x = _mm256_loadu_ps(src + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) {
+            for (int k = 0; k < 8; k++) dst[i + k] = seam_f32_to_f16(src[i + k]);
+        } else {
+            _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
     }
-    for (; i < n; i++) acc[i] += (double)(a * f16_to_f32(x[i]));
+    for (; i < n; i++) dst[i] = to_f16_1(src[i]);
+}
+
+// ---------------------------------------------------------------------------
+// Q8_K activations (reference: seam_quantize_row_q8_K, llama.cpp's
+// quantize_row_q8_K_ref): the value of largest magnitude (the first, with
+// its sign) maps to -127; each x * iscale rounds by the same 1.5 * 2^23 trick
+// and is cut to int8 the same way, so every byte, sum and scale is the
+// reference's, NaN inputs included.
+static void quantize_q8_K(const float *x, block_q8_K *y, int64_t n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    // byte 0 of each dword, twice per 128-bit lane: the int8 cast of 8 ints
+    const __m256i low_bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
+                                               -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {
+        __m256 m = _mm256_setzero_ps();
+        for (int j = 0; j < QK_K; j += 8) m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), m);  // NaN-blind
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        const float amax = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+        memset(&y[b], 0, sizeof y[b]);
+        if (amax == 0) continue;
+        int first = 0;
+        while (fabsf(x[first]) != amax) first++;
+        const float iscale = -127.f / x[first];
+        const __m256 vs = _mm256_set1_ps(iscale);
+        for (int g = 0; g < QK_K / 16; g++) {
+            __m256i sum = _mm256_setzero_si256();
+            for (int h8 = 0; h8 < 2; h8++) {
+                const int j = 16 * g + 8 * h8;
+                const __m256 f = _mm256_add_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(x + j)), _mm256_set1_ps(12582912.f));
+                __m256i v = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(f), _mm256_set1_epi32(0x007fffff)),
+                                             _mm256_set1_epi32(0x00400000));
+                v = _mm256_min_epi32(v, _mm256_set1_epi32(127));
+                const __m256i q8 = _mm256_shuffle_epi8(v, low_bytes);
+                const uint32_t lo = (uint32_t)_mm256_extract_epi32(q8, 0), hi = (uint32_t)_mm256_extract_epi32(q8, 4);
+                memcpy(y[b].qs + j, &lo, 4);
+                memcpy(y[b].qs + j + 4, &hi, 4);
+                sum = _mm256_add_epi32(sum, _mm256_srai_epi32(_mm256_slli_epi32(v, 24), 24));  // as int8 again
+            }
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+            y[b].bsums[g] = (int16_t)_mm_cvtsi128_si32(s4);
+        }
+        y[b].d = 1 / iscale;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Attention's weighted sum of values (reference: exact_attention_values in
+// src/exact.c): position t feeds lane t % 16 of accumulator (t / 16) % 4 of
+// every output dimension. The reference keeps those 64 lanes per dimension;
+// here they are 64 rows of head_dim floats (acc[j][l][d]), so that one
+// position's update, and the final 4 x 16 reduction, run across d, 8 at a
+// time, each float operation the reference's.
+static void attn_values(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim, int64_t stride,
+                        float *scratch) {
+    const int vec = head_dim & ~7;
+    // lanes no position reaches stay zero, as in the reference
+    if (t1 - t0 < 64) memset(scratch, 0, sizeof(float) * 64 * (size_t)head_dim);
+    for (int t = t0; t < t1; t++) {
+        const float p = f16_to_f32(to_f16_1(w[t]));
+        const seam_f16 *row = v + (int64_t)t * stride;
+        float *acc = scratch + (size_t)(((t / 16) % 4) * 16 + t % 16) * (size_t)head_dim;
+        const bool first = t - t0 < 64 && t1 - t0 >= 64;  // the lane's first position: its accumulator starts at +0
+        const __m256 pv = _mm256_set1_ps(p);
+        int d = 0;
+        for (; d < vec; d += 8) {
+            const __m256 prev = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + d);
+            _mm256_storeu_ps(acc + d, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + d))), pv, prev));
+        }
+        for (; d < head_dim; d++) acc[d] = fmaf(f16_to_f32(row[d]), p, first ? 0.0f : acc[d]);
+    }
+    // per d: 0 += 2, 1 += 3, 0 += 1 on each of the 16 lanes, then halves, quarters, pairs
+    const float *a = scratch;
+    const size_t hd = (size_t)head_dim;
+#define A(j, l) (a + ((j) * 16 + (l)) * hd + d)
+    int d = 0;
+    for (; d < vec; d += 8) {
+        __m256 x[16];
+        for (int l = 0; l < 16; l++) {
+            const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(A(0, l)), _mm256_loadu_ps(A(2, l)));
+            const __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(A(1, l)), _mm256_loadu_ps(A(3, l)));
+            x[l] = _mm256_add_ps(x0, x1);
+        }
+        __m256 t3[8], t6[4];
+        for (int i = 0; i < 8; i++) t3[i] = _mm256_add_ps(x[8 + i], x[i]);
+        for (int i = 0; i < 4; i++) t6[i] = _mm256_add_ps(t3[4 + i], t3[i]);
+        _mm256_storeu_ps(out + d, _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3])));
+    }
+    for (; d < head_dim; d++) {
+        float x[16], t3[8], t6[4];
+        for (int l = 0; l < 16; l++) x[l] = (*A(0, l) + *A(2, l)) + (*A(1, l) + *A(3, l));
+        for (int i = 0; i < 8; i++) t3[i] = x[8 + i] + x[i];
+        for (int i = 0; i < 4; i++) t6[i] = t3[4 + i] + t3[i];
+        out[d] = (t6[0] + t6[2]) + (t6[1] + t6[3]);
+    }
+#undef A
 }
 
 void cpu_kernels_fill_avx2(cpu_kernels *k) {
@@ -267,5 +359,7 @@ void cpu_kernels_fill_avx2(cpu_kernels *k) {
     k->dot[GGML_TYPE_Q8_0] = dot_q8_0;
     k->dot[GGML_TYPE_Q4_K] = dot_q4_K;
     k->dot[GGML_TYPE_Q6_K] = dot_q6_K;
-    k->axpy_f16 = axpy_f16;
+    k->attn_values = attn_values;
+    k->to_f16 = to_f16;
+    k->quantize_q8_K = quantize_q8_K;
 }

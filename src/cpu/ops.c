@@ -76,27 +76,35 @@ int cpu_kernels_all(const cpu_kernels *out[CPU_KERNEL_SETS]) {
 
 // ---------------------------------------------------------------- matvec
 
-// One matvec as a pool job. Rows go out in contiguous chunks (long runs for
-// the hardware prefetcher): thread i starts on chunk i, then each takes the
-// next free chunk, so a thread the OS delays (the cores are shared) hands
-// its remaining rows to the others instead of stalling the whole token.
+// One matvec as a pool job, rows handed out by guided self-scheduling: each
+// grab takes half of what is left divided among the threads, so the first
+// grabs are long contiguous runs (the prefetch needs runs) and the last are
+// small, and all threads finish within a few microseconds of each other --
+// and a thread the OS delays (the cores are shared) leaves its untaken rows
+// to the others. A dozen atomic grabs per thread per matvec.
 typedef struct {
     cpu_dot_fn dot;
     uint32_t type;
     const uint8_t *w;  // (n_rows, row_bytes)
     uint64_t row_bytes;
-    int64_t n_rows, cols, chunk_rows;
+    int64_t n_rows, cols, min_rows;
     const void *act;   // x quantised
     float *out;        // (n_rows)
-    _Atomic int64_t next_chunk;
+    _Atomic int64_t next_row;
 } matvec_job;
 
 static void matvec_share(void *ctx, int ith, int nth) {
     matvec_job *j = ctx;
-    const int64_t n_chunks = (j->n_rows + j->chunk_rows - 1) / j->chunk_rows;
-    for (int64_t c = ith; c < n_chunks; c = atomic_fetch_add(&j->next_chunk, 1)) {
-        const int64_t r0 = c * j->chunk_rows, r1 = r0 + j->chunk_rows < j->n_rows ? r0 + j->chunk_rows : j->n_rows;
-        j->dot(j->type, j->w + (uint64_t)r0 * j->row_bytes, j->row_bytes, r1 - r0, j->act, j->cols, j->out + r0);
+    for (;;) {
+        int64_t r0 = atomic_load(&j->next_row), take;
+        do {
+            if (r0 >= j->n_rows) return;
+            const int64_t left = j->n_rows - r0;
+            take = left / (2 * nth) > j->min_rows ? left / (2 * nth) : j->min_rows;
+            take = (take + 1) & ~(int64_t)1;  // even: the AVX-512 Q4_K kernel takes rows in pairs
+            if (take > left) take = left;
+        } while (!atomic_compare_exchange_weak(&j->next_row, &r0, r0 + take));
+        j->dot(j->type, j->w + (uint64_t)r0 * j->row_bytes, j->row_bytes, take, j->act, j->cols, j->out + r0);
     }
 }
 
@@ -105,16 +113,11 @@ void cpu_matvec(seam_pool *pool, const seam_tensor *w, const float *x, float *ou
     const uint32_t act_type = seam_vec_dot_type(w->type);
     if (act_type == GGML_TYPE_Q8_K) kern->quantize_q8_K(x, scratch, w->cols);
     else seam_quantize_activation(act_type, x, scratch, w->cols);
-    // Chunks of ~64 KiB (a few microseconds of reading: the atomic that hands
-    // one out is noise), but at least four per thread for the balancing.
-    const int nth = pool_size(pool);
-    int64_t chunk_rows = (int64_t)((64u << 10) / (w->row_bytes ? w->row_bytes : 1));
-    if (chunk_rows > w->rows / (4 * nth)) chunk_rows = w->rows / (4 * nth);
-    if (chunk_rows < 1) chunk_rows = 1;
+    // the smallest grab: ~16 KiB, a couple of microseconds of reading
+    int64_t min_rows = (int64_t)((16u << 10) / (w->row_bytes ? w->row_bytes : 1));
     matvec_job job = {
         .dot = kern->dot[w->type], .type = w->type, .w = w->data, .row_bytes = w->row_bytes,
-        .n_rows = w->rows, .cols = w->cols, .chunk_rows = chunk_rows, .act = scratch, .out = out,
-        .next_chunk = nth,
+        .n_rows = w->rows, .cols = w->cols, .min_rows = min_rows > 1 ? min_rows : 1, .act = scratch, .out = out,
     };
     pool_run(pool, matvec_share, &job);
 }
