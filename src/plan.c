@@ -27,7 +27,7 @@ static uint64_t kv_bytes_per_layer(const seam_config *c, int n_ctx) {
 // The activations one token needs on a device that runs any layer.
 static uint64_t activation_bytes(const seam_config *c, int n_ctx) {
     const uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim, kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
-    const uint64_t hidden = (uint64_t)(c->n_ff > c->n_ff_exp ? c->n_ff : c->n_ff_exp);
+    const uint64_t hidden = (uint64_t)(c->n_expert ? c->n_ff_exp : c->n_ff);  // as engine_init sizes it
     return 4 * (4 * (uint64_t)c->n_embd + 2 * q_dim + 2 * kv_dim + 2 * hidden + (uint64_t)c->n_heads * n_ctx +
                 (uint64_t)c->n_expert);
 }

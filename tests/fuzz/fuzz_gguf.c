@@ -43,8 +43,9 @@ static void use_tokenizer(const seam_tokenizer *tok) {
         for (int i = 0; i < n; i++) {
             char piece[64];
             CHECK(ids[i] >= 0 && ids[i] < n_vocab);
+            // the bytes written, or minus the bytes needed when they do not fit
             int len = tokenizer_piece(tok, ids[i], piece, sizeof piece, special);
-            CHECK(len >= -INT32_MAX);
+            CHECK(len >= 0 ? len <= (int)sizeof piece : -len > (int)sizeof piece);
             tokenizer_is_eog(tok, ids[i]);
         }
         free(ids);

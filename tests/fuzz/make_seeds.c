@@ -47,13 +47,15 @@ typedef struct {
     uint32_t vtype;             // attn_v and ffn_down (Q4_K_M's Q6_K rows), 0: wtype
     int n_layers, n_embd, n_ff, n_heads, n_kv_heads, head_dim;
     bool tied;
+    int n_expert;               // qwen3moe: experts per layer (2 of them used), of n_ff each
 } micro;
 
 typedef struct {
     char name[64];
     uint32_t type;
     int64_t rows, cols;
-    float center;  // norms sit around 1, everything else around 0
+    int64_t experts;  // > 0: a 3-D stack of that many (rows, cols) matrices
+    float center;     // norms sit around 1, everything else around 0
 } tensor;
 
 static uint64_t rng = 0x5eed;
@@ -111,7 +113,7 @@ static void add(tensor *ts, int *n, const char *name, uint32_t type, int64_t row
     if (cols % block_elems != 0) type = GGML_TYPE_Q8_0;
     tensor *t = &ts[(*n)++];
     snprintf(t->name, sizeof t->name, "%s", name);
-    t->type = type, t->rows = rows, t->cols = cols, t->center = center;
+    t->type = type, t->rows = rows, t->cols = cols, t->experts = 0, t->center = center;
 }
 
 // Serialises a micro model into memory; *size bytes at the returned pointer.
@@ -120,7 +122,7 @@ static uint8_t *build_micro(const micro *m, size_t *size) {
     const int64_t q_dim = (int64_t)m->n_heads * m->head_dim, kv_dim = (int64_t)m->n_kv_heads * m->head_dim;
     const int64_t n_vocab = m->spm ? (int64_t)COUNT(SPM_TOKENS) : (int64_t)COUNT(BPE_TOKENS);
     const bool gemma = !strcmp(m->arch, "gemma3"), qwen2 = !strcmp(m->arch, "qwen2");
-    const bool qk_norm = gemma || !strcmp(m->arch, "qwen3");
+    const bool qk_norm = gemma || !strncmp(m->arch, "qwen3", 5);
     const uint32_t vtype = m->vtype ? m->vtype : m->wtype;
     tensor ts[64];
     int n = 0;
@@ -147,9 +149,19 @@ static uint8_t *build_micro(const micro *m, size_t *size) {
             T("post_ffw_norm.weight", GGML_TYPE_F32, 1, E, 1);
         }
         T("ffn_norm.weight", GGML_TYPE_F32, 1, E, 1);
-        T("ffn_gate.weight", m->wtype, F, E, 0);
-        T("ffn_up.weight", m->wtype, F, E, 0);
-        T("ffn_down.weight", vtype, E, F, 0);
+        if (m->n_expert) {
+            T("ffn_gate_inp.weight", GGML_TYPE_F32, m->n_expert, E, 0);
+            T("ffn_gate_exps.weight", m->wtype, F, E, 0);
+            ts[n - 1].experts = m->n_expert;
+            T("ffn_up_exps.weight", m->wtype, F, E, 0);
+            ts[n - 1].experts = m->n_expert;
+            T("ffn_down_exps.weight", vtype, E, F, 0);
+            ts[n - 1].experts = m->n_expert;
+        } else {
+            T("ffn_gate.weight", m->wtype, F, E, 0);
+            T("ffn_up.weight", m->wtype, F, E, 0);
+            T("ffn_down.weight", vtype, E, F, 0);
+        }
 #undef T
     }
     add(ts, &n, "output_norm.weight", GGML_TYPE_F32, 1, E, 1);
@@ -181,11 +193,16 @@ static uint8_t *build_micro(const micro *m, size_t *size) {
         gguf_w_f32(w, AK("rope.scaling.factor"), 2.0f);
         gguf_w_u32(w, AK("rope.dimension_count"), (uint32_t)m->head_dim / 2);
     }
+    if (m->n_expert) {
+        gguf_w_u32(w, AK("expert_count"), (uint32_t)m->n_expert);
+        gguf_w_u32(w, AK("expert_used_count"), 2);
+        gguf_w_u32(w, AK("expert_feed_forward_length"), (uint32_t)F);
+    }
 #undef AK
     vocab_kvs(w, m->spm);
     for (int i = 0; i < n; i++) {
-        const uint64_t ne[2] = {(uint64_t)ts[i].cols, (uint64_t)ts[i].rows};
-        gguf_w_tensor(w, ts[i].name, ts[i].type, ts[i].rows == 1 ? 1 : 2, ne);
+        const uint64_t ne[3] = {(uint64_t)ts[i].cols, (uint64_t)ts[i].rows, (uint64_t)ts[i].experts};
+        gguf_w_tensor(w, ts[i].name, ts[i].type, ts[i].experts ? 3 : ts[i].rows == 1 ? 1 : 2, ne);
     }
 
     char *buf = NULL;
@@ -197,7 +214,8 @@ static uint8_t *build_micro(const micro *m, size_t *size) {
         const uint64_t row_bytes = ggml_row_bytes(t->type, (uint64_t)t->cols);
         float *x = malloc((size_t)t->cols * sizeof *x);
         uint8_t *q = malloc(row_bytes);
-        for (int64_t r = 0; r < t->rows && rc == 0; r++) {
+        const int64_t rows = t->rows * (t->experts ? t->experts : 1);
+        for (int64_t r = 0; r < rows && rc == 0; r++) {
             for (int64_t c = 0; c < t->cols; c++) x[c] = t->center + uniform() / sqrtf((float)t->cols);
             rc = seam_quantize_weights(t->type, x, q, t->cols) ||
                  gguf_w_data(w, q, row_bytes, &err);
@@ -289,6 +307,7 @@ int main(int argc, char **argv) {
         {"micro-qwen3.gguf", "qwen3", false, GGML_TYPE_Q8_0, GGML_TYPE_BF16, GGML_TYPE_F16, 1, 32, 32, 4, 2, 8, true},
         {"micro-gemma3.gguf", "gemma3", true, GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, 0, 2, 32, 32, 2, 1, 16, true},
         {"micro-ktypes.gguf", "qwen3", false, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q5_K, 1, 256, 32, 1, 1, 32, false},
+        {"micro-qwen3moe.gguf", "qwen3moe", false, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 0, 1, 32, 32, 2, 1, 16, true, 4},
     };
     int rc = 0;
     for (size_t i = 0; i < COUNT(MODELS) && rc == 0; i++) {

@@ -1,0 +1,258 @@
+// test_cli.c — the `seam` command line refuses bad input cleanly: every bad
+// flag value, bad file and impossible request ends with a non-zero exit and a
+// message on stderr, never a signal (and, in the sanitizer build, never a
+// sanitizer report). The model is the committed micro seed of the fuzzers: a
+// one-layer qwen3 with a 28-token vocabulary.
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+#define SEAM SEAM_BINARY_DIR "/seam"
+#define MODEL SEAM_SOURCE_DIR "/tests/fuzz/corpus/gguf/micro-qwen3.gguf"
+
+typedef struct {
+    int status;  // as waitpid gives it
+    char *out, *err;
+} result;
+
+static void result_free(result *r) {
+    free(r->out);
+    free(r->err);
+}
+
+// Appends what fd has to *buf; false at end of file.
+static bool drain(int fd, char **buf, size_t *len) {
+    char chunk[4096];
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n <= 0) return false;
+    *buf = realloc(*buf, *len + (size_t)n + 1);
+    cr_assert(*buf);
+    memcpy(*buf + *len, chunk, (size_t)n);
+    *len += (size_t)n;
+    (*buf)[*len] = '\0';
+    return true;
+}
+
+// Runs seam with argv (NULL-terminated, without the program name), stdin
+// from /dev/null, and collects its exit status, stdout and stderr.
+static result run(const char *const *args) {
+    const char *argv[64] = {SEAM};
+    int argc = 1;
+    while (args[argc - 1]) {
+        cr_assert(argc < 63);
+        argv[argc] = args[argc - 1];
+        argc++;
+    }
+    argv[argc] = NULL;
+    int out[2], err[2];
+    cr_assert(pipe(out) == 0 && pipe(err) == 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDONLY);
+        dup2(null, 0);
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        close(out[0]), close(err[0]);
+        execv(SEAM, (char *const *)argv);
+        _exit(127);
+    }
+    close(out[1]), close(err[1]);
+    result r = {0, calloc(1, 1), calloc(1, 1)};
+    size_t n_out = 0, n_err = 0;
+    struct pollfd p[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    while (p[0].fd >= 0 || p[1].fd >= 0) {
+        cr_assert(poll(p, 2, -1) > 0);
+        for (int i = 0; i < 2; i++) {
+            if (p[i].fd < 0 || !p[i].revents) continue;
+            if (!drain(p[i].fd, i ? &r.err : &r.out, i ? &n_err : &n_out)) {
+                close(p[i].fd);
+                p[i].fd = -1;
+            }
+        }
+    }
+    cr_assert(waitpid(pid, &r.status, 0) == pid);
+    return r;
+}
+
+static void cmdline(const char *const *args, char *buf, size_t len) {
+    size_t used = (size_t)snprintf(buf, len, "seam");
+    for (int i = 0; args[i] && used < len; i++) used += (size_t)snprintf(buf + used, len - used, " '%s'", args[i]);
+}
+
+// No sanitizer spoke: in build-asan/ an error report would otherwise read as
+// an ordinary failure with a message.
+static void assert_no_sanitizer_report(const char *what, const result *r) {
+    static const char *const marks[] = {"AddressSanitizer", "LeakSanitizer", "runtime error:", "UndefinedBehaviorSanitizer"};
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+        cr_assert(!strstr(r->err, marks[i]), "%s: sanitizer report:\n%s", what, r->err);
+}
+
+// The command fails cleanly: exits (no signal) with a non-zero status and
+// says why on stderr; when `says` is given, the message contains it.
+static void expect_failure(const char *const *args, const char *says) {
+    char what[1024];
+    cmdline(args, what, sizeof what);
+    result r = run(args);
+    cr_assert(!WIFSIGNALED(r.status), "%s: killed by signal %d\n%s", what, WTERMSIG(r.status), r.err);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0, "%s: exited 0, expected a failure\n%s", what, r.err);
+    cr_assert(WEXITSTATUS(r.status) != 127, "%s: could not execute %s", what, SEAM);
+    cr_assert(strlen(r.err) > 0, "%s: failed without a message on stderr", what);
+    assert_no_sanitizer_report(what, &r);
+    if (says) cr_assert(strstr(r.err, says), "%s: stderr does not mention '%s':\n%s", what, says, r.err);
+    result_free(&r);
+}
+
+static void expect_success(const char *const *args) {
+    char what[1024];
+    cmdline(args, what, sizeof what);
+    result r = run(args);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: failed (status %d)\n%s", what, r.status, r.err);
+    assert_no_sanitizer_report(what, &r);
+    result_free(&r);
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+Test(cli, a_good_run_succeeds, .timeout = 120) {
+    // the harness itself: the same model and flags the failures below vary
+    expect_success(ARGS("run", "-m", MODEL, "-p", "hello world", "-n", "4", "-c", "16", "-t", "1"));
+    expect_success(ARGS("run", "-m", MODEL, "--tokens", "1,2,3", "-n", "0", "--ids"));
+    expect_success(ARGS("inspect", MODEL));
+}
+
+Test(cli, bad_commands_and_options, .timeout = 120) {
+    result r = run(ARGS(NULL));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0 && strstr(r.err, "usage"),
+              "seam with no command: status %d\n%s", r.status, r.err);
+    result_free(&r);
+    expect_failure(ARGS("frobnicate"), "unknown command");
+    expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "--frobnicate"), "--frobnicate");
+    expect_failure(ARGS("run", "-p", "hi"), "-m");
+    expect_failure(ARGS("run", "-m", MODEL), "prompt");
+    expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "--tokens", "1"), "not both");
+    expect_failure(ARGS("inspect"), NULL);
+    expect_failure(ARGS("tokenize", "-m", MODEL), NULL);
+    expect_failure(ARGS("logits", "-m", MODEL, "-p", "hi"), "-o");
+    expect_failure(ARGS("chat"), "-m");
+}
+
+Test(cli, flag_values_are_validated, .timeout = 300) {
+    // flag, bad value: negative, zero, not a number, out of range
+    static const char *const bad[][2] = {
+        {"-n", "-1"},        {"-n", "abc"},      {"-n", ""},          {"-n", "1e3"},     {"-n", "99999999999"},
+        {"-c", "0"},         {"-c", "-5"},       {"-c", "abc"},       {"-c", "99999999"}, {"-t", "0"},
+        {"-t", "-3"},        {"-t", "abc"},      {"-t", "100000"},    {"--temp", "abc"}, {"--temp", "-1"},
+        {"--temp", "nan"},   {"--temp", "inf"},  {"--top-p", "2"},    {"--top-p", "0"},  {"--top-p", "-0.5"},
+        {"--top-p", "x"},    {"--top-k", "-1"},  {"--top-k", "k"},    {"--seed", "-5"},  {"--seed", "s"},
+        {"-ngl", "-2"},      {"-ngl", "abc"},    {"--n-cpu-moe", "-1"}, {"--gpu-mem", "0"}, {"--gpu-mem", "lots"},
+        {"--head", "xpu"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", bad[i][0], bad[i][1]), bad[i][0]);
+    // a value flag with nothing after it
+    static const char *const needs_value[] = {"-m", "-p", "--tokens", "-n", "-c", "-t", "-ngl", "--seed", "--temp",
+                                              "--top-k", "--top-p", "-o", "--timeline", "--gpu-mem", "--head", "--n-cpu-moe"};
+    for (size_t i = 0; i < sizeof needs_value / sizeof needs_value[0]; i++)
+        expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", needs_value[i]), needs_value[i]);
+}
+
+Test(cli, bad_model_files, .timeout = 120) {
+    size_t size;
+    uint8_t *model = test_read_file(MODEL, &size);
+    cr_assert(model, "%s is missing", MODEL);
+    const char *truncated = strdup(test_path("cli-truncated.gguf"));
+    cr_assert(test_write_file(truncated, model, size / 2) == 0);
+    const char *header_only = strdup(test_path("cli-header.gguf"));
+    cr_assert(test_write_file(header_only, model, 20) == 0);
+    const char *empty = strdup(test_path("cli-empty.gguf"));
+    cr_assert(test_write_file(empty, "", 0) == 0);
+    free(model);
+    const struct {
+        const char *path, *says;
+    } files[] = {
+        {truncated, "past the end of the file"},
+        {header_only, "past the end of the file"},
+        {empty, "empty"},
+        {SEAM_SOURCE_DIR "/tests", "not a regular file"},
+        {SEAM_SOURCE_DIR "/CMakeLists.txt", "not a GGUF file"},
+        {SEAM_SOURCE_DIR "/no-such-model.gguf", "cannot open"},
+        // a valid GGUF that is no model: a vocabulary only
+        {SEAM_SOURCE_DIR "/tests/golden/vocab-spm-8k.gguf", "token_embd.weight"},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        expect_failure(ARGS("run", "-m", files[i].path, "-p", "hi"), files[i].says);
+        expect_failure(ARGS("logits", "-m", files[i].path, "-p", "hi", "-o", test_path("cli.f32")), files[i].says);
+        if (i < 6) expect_failure(ARGS("inspect", files[i].path), files[i].says);
+    }
+    free((void *)truncated), free((void *)header_only), free((void *)empty);
+}
+
+Test(cli, tokens_are_checked, .timeout = 120) {
+    static const char *const bad[] = {"99999", "28", "-1", "1,,2", "abc", "1;2", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_failure(ARGS("run", "-m", MODEL, "--tokens", bad[i]), "--tokens");
+}
+
+// Positions beyond -c are an error before anything runs, never a write past
+// the KV cache (which the sanitizer build would catch).
+Test(cli, context_overflow_is_an_error, .timeout = 120) {
+    expect_failure(ARGS("run", "-m", MODEL, "-p", "hello world", "-c", "4", "-n", "8"), "-c");
+    expect_failure(ARGS("run", "-m", MODEL, "--tokens", "1,2,3,4,5", "-c", "3", "-n", "0"), "-c");
+    expect_failure(ARGS("logits", "-m", MODEL, "--tokens", "1,2,3", "-c", "2", "-o", test_path("cli.f32")), "-c");
+    // exactly full is fine
+    expect_success(ARGS("run", "-m", MODEL, "--tokens", "1,2,3", "-c", "5", "-n", "2"));
+}
+
+Test(cli, gpu_layers_without_a_gpu, .timeout = 120) {
+    // more layers than the model has: refused on any machine
+    expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ngl", "5"), "gpu-layers");
+    // one layer: refused where there is no CUDA device (as `plan` reports)
+    result r = run(ARGS("plan", "-m", MODEL, "-ngl", "auto"));
+    const bool no_gpu = strstr(r.err, "no CUDA device") != NULL;
+    result_free(&r);
+    if (no_gpu) expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ngl", "1"), "CUDA");
+}
+
+// --help names every flag main.c parses, and every numeric one with its
+// default in brackets.
+Test(cli, help_lists_every_flag_with_its_default, .timeout = 60) {
+    result r = run(ARGS("--help"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam --help failed");
+    size_t size;
+    char *src = (char *)test_read_file(SEAM_SOURCE_DIR "/src/main.c", &size);
+    cr_assert(src);
+    src = realloc(src, size + 1);
+    src[size] = '\0';
+    int n_flags = 0;
+    for (const char *p = src; (p = strstr(p, "IS(\"")); n_flags++) {
+        p += 4;
+        const char *end = strchr(p, '"');
+        char flag[64];
+        snprintf(flag, sizeof flag, "%.*s", (int)(end - p), p);
+        // the flag as a word of the help: followed by a space, a comma or a newline
+        bool listed = false;
+        for (const char *h = r.out; (h = strstr(h, flag)); h += strlen(flag))
+            if ((h == r.out || h[-1] == ' ') && strchr(" ,\n", h[strlen(flag)])) listed = true;
+        cr_expect(listed, "--help does not list %s", flag);
+    }
+    cr_assert(n_flags > 10, "found only %d flags in main.c", n_flags);
+    static const char *const with_default[] = {"--n-predict", "--ctx-size", "--threads", "--gpu-layers", "--seed",
+                                               "--temp", "--top-k", "--top-p", "--n-cpu-moe"};
+    for (size_t i = 0; i < sizeof with_default / sizeof with_default[0]; i++) {
+        const char *line = strstr(r.out, with_default[i]);
+        cr_assert(line, "--help does not list %s", with_default[i]);
+        const char *eol = strchr(line, '\n'), *open = strchr(line, '[');
+        cr_expect(open && (!eol || open < eol), "--help gives no default for %s", with_default[i]);
+    }
+    free(src);
+    result_free(&r);
+}
