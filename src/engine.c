@@ -45,8 +45,8 @@ int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e)
     if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->router || !s->moe ||
         !s->logits || !s->act || !s->key_cache || !s->value_cache) {
         engine_free(eng);
-        return seam_fail(e, "out of memory: the KV cache for %d positions needs %.1f MiB", n_ctx,
-                         (double)engine_kv_bytes(c, n_ctx) / (1 << 20));
+        return seam_fail(e, "out of memory for the activations and the KV cache (%d positions: %.1f MiB); "
+                            "lower -c", n_ctx, (double)engine_kv_bytes(c, n_ctx) / (1 << 20));
     }
     return 0;
 }

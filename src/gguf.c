@@ -419,7 +419,7 @@ int gguf_parse(gguf_file *f, const void *buf, uint64_t size, seam_error *e) {
 
 int gguf_open(gguf_file *f, const char *path, seam_error *e) {
     memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_NONBLOCK);  // a FIFO must not block us before the regular-file check
     if (fd < 0) return seam_fail(e, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     const char *why = NULL;

@@ -219,7 +219,7 @@ static int parse_token_list(const char *s, int n_vocab, int **ids, int *n) {
         }
         out[count++] = (int)x;
         p = end;
-        if (*p == ',') p++;
+        if (*p == ',' && p[1]) p++;
         else if (*p) {
             fprintf(stderr, "seam: --tokens wants comma-separated ids (at '%s')\n", p);
             free(out);
@@ -436,7 +436,7 @@ static int cmd_chat(const options *o) {
     if (tokenizer_load(&ss.tok, &ss.model.file, &err) || make_plan(o, &ss.model, true, &plan) ||
         engine_init(&ss.eng, &ss.model, o->n_ctx, &err) || engine_set_threads(&ss.eng, o->n_threads, &err) ||
         sampler_init(&sampler, ss.model.cfg.n_vocab, o->temperature, o->top_k, o->top_p, o->seed)) {
-        fprintf(stderr, "seam: %s\n", err.msg[0] ? err.msg : "cannot start the chat");
+        if (err.msg[0]) fprintf(stderr, "seam: %s\n", err.msg);  // make_plan has spoken for itself
         goto done;
     }
     fprintf(stderr, "seam: chat with %s; one line per turn, end with Ctrl-D\n", o->model_path);
@@ -652,6 +652,11 @@ int main(int argc, char **argv) {
     }
     options o;
     if (parse_options(argc - 2, argv + 2, &o)) return 2;
+    const bool takes_file = !strcmp(cmd, "inspect") || !strcmp(cmd, "tokenize") || !strcmp(cmd, "plan");
+    if (o.positional && !takes_file) {
+        fprintf(stderr, "seam %s: unexpected argument '%s' (see seam --help)\n", cmd, o.positional);
+        return 2;
+    }
     if (!strcmp(cmd, "run")) return cmd_run(&o);
     if (!strcmp(cmd, "inspect")) return cmd_inspect(&o);
     if (!strcmp(cmd, "logits")) return cmd_logits(&o);

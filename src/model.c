@@ -81,7 +81,7 @@ static int read_experts(const gguf_file *f, seam_config *c, seam_error *e) {
         arch_u32(f, a, "expert_feed_forward_length", 1, 0, &c->n_ff_exp, e))
         return -1;
     if (c->n_expert < 1 || c->n_expert > 1024 || c->n_expert_used < 1 || c->n_expert_used > c->n_expert ||
-        c->n_ff_exp < 1)
+        c->n_ff_exp < 1 || c->n_ff_exp > (1 << 24))
         return seam_fail(e, "%s: expert_count %d, expert_used_count %d, expert_feed_forward_length %d: need "
                             "1 <= used <= count <= 1024 and a positive width", a, c->n_expert, c->n_expert_used,
                          c->n_ff_exp);
@@ -112,14 +112,18 @@ static int read_config(const gguf_file *f, seam_config *c, seam_error *e) {
     if (c->n_layers < 1 || c->n_embd < 1 || c->n_ff < 1 || c->n_heads < 1)
         return seam_fail(e, "%s: block_count, embedding_length, feed_forward_length and "
                             "head_count must all be positive", a);
+    // widths multiply into buffer sizes in int: keep every product far from overflow
+    if (c->n_embd > (1 << 20) || c->n_ff > (1 << 24) || c->n_heads > 4096)
+        return seam_fail(e, "%s: embedding_length %d, feed_forward_length %d or head_count %d is implausibly large",
+                         a, c->n_embd, c->n_ff, c->n_heads);
     if (arch_u32(f, a, "attention.head_count_kv", 0, (uint32_t)c->n_heads, &c->n_kv_heads, e) ||
         arch_u32(f, a, "attention.key_length", 0, (uint32_t)(c->n_embd / c->n_heads), &c->head_dim, e))
         return -1;
     if (c->n_kv_heads < 1 || c->n_heads % c->n_kv_heads != 0)
         return seam_fail(e, "%s: head_count %d is not a multiple of head_count_kv %d", a, c->n_heads,
                          c->n_kv_heads);
-    if (c->head_dim < 2 || c->head_dim % 2 != 0)
-        return seam_fail(e, "%s: attention.key_length %d must be even and positive", a, c->head_dim);
+    if (c->head_dim < 2 || c->head_dim % 2 != 0 || c->head_dim > 4096)
+        return seam_fail(e, "%s: attention.key_length %d must be even and in 2..4096", a, c->head_dim);
     int value_length = 0;
     if (arch_u32(f, a, "attention.value_length", 0, (uint32_t)c->head_dim, &value_length, e)) return -1;
     if (value_length != c->head_dim)
