@@ -113,9 +113,9 @@ static int read_config(const gguf_file *f, seam_config *c, seam_error *e) {
         return seam_fail(e, "%s: block_count, embedding_length, feed_forward_length and "
                             "head_count must all be positive", a);
     // widths multiply into buffer sizes in int: keep every product far from overflow
-    if (c->n_embd > (1 << 20) || c->n_ff > (1 << 24) || c->n_heads > 4096)
-        return seam_fail(e, "%s: embedding_length %d, feed_forward_length %d or head_count %d is implausibly large",
-                         a, c->n_embd, c->n_ff, c->n_heads);
+    if (c->n_embd > (1 << 20) || c->n_heads > 4096)
+        return seam_fail(e, "%s: embedding_length %d or head_count %d is implausibly large", a, c->n_embd,
+                         c->n_heads);
     if (arch_u32(f, a, "attention.head_count_kv", 0, (uint32_t)c->n_heads, &c->n_kv_heads, e) ||
         arch_u32(f, a, "attention.key_length", 0, (uint32_t)(c->n_embd / c->n_heads), &c->head_dim, e))
         return -1;
@@ -141,6 +141,8 @@ static int read_config(const gguf_file *f, seam_config *c, seam_error *e) {
     if (c->n_layers > SEAM_MAX_LAYERS)
         return seam_fail(e, "%s: block_count %d is more than seam's limit of %d", a, c->n_layers, SEAM_MAX_LAYERS);
     if (c->arch == ARCH_QWEN3MOE && read_experts(f, c, e)) return -1;
+    if (!c->n_expert && c->n_ff > (1 << 24))  // an MoE model never uses its dense width
+        return seam_fail(e, "%s: feed_forward_length %d is implausibly large", a, c->n_ff);
     c->rope_neox = c->arch != ARCH_LLAMA;  // as llama.cpp's rope type per architecture
     c->qk_norm = c->arch == ARCH_QWEN3 || c->arch == ARCH_GEMMA3 || c->arch == ARCH_QWEN3MOE;
     c->qkv_bias = c->arch == ARCH_QWEN2;
