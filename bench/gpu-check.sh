@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# gpu-check.sh — everything a lent GPU machine should check, in one command.
+#
+#   (here)  scripts/fetch-device-debs.sh
+#   (there) bash bench/gpu-check.sh        with .device-debs carried
+#
+# On the device machine: unpacks the carried Debian packages into a private
+# prefix, builds seam with CUDA for the device's own architecture, runs the
+# whole test suite (the CUDA tests run instead of skipping), runs
+# compute-sanitizer's memcheck over the CUDA tests, runs the CUDA workbench
+# (matvec GB/s and % of peak, attention) and the CPU bandwidth probe, and
+# writes every log to $OUT (or ./gpu-check-out when OUT is unset). It keeps
+# going after a failure so that one run reports everything; the exit status
+# says whether anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/gpu-check-out}"
+mkdir -p "$OUT"
+status=0
+step() {  # step NAME COMMAND...: runs, logs to $OUT/NAME.log, remembers failure
+    local name="$1"
+    shift
+    echo "== $name: $*" | tee -a "$OUT/summary.txt"
+    if "$@" >"$OUT/$name.log" 2>&1; then
+        echo "   ok" | tee -a "$OUT/summary.txt"
+    else
+        echo "   FAILED ($?), see $name.log" | tee -a "$OUT/summary.txt"
+        status=1
+    fi
+    tail -n 5 "$OUT/$name.log" | sed 's/^/   | /' | tee -a "$OUT/summary.txt"
+}
+
+# Debian packages the machine lacks, unpacked into a prefix (never into /)
+PREFIX="$PWD/.device-prefix"
+if ls .device-debs/*.deb >/dev/null 2>&1; then
+    for deb in .device-debs/*.deb; do dpkg -x "$deb" "$PREFIX"; done
+    export CMAKE_PREFIX_PATH="$PREFIX/usr"
+    export LD_LIBRARY_PATH="$PREFIX/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+    export PKG_CONFIG_PATH="$PREFIX/usr/lib/x86_64-linux-gnu/pkgconfig:${PKG_CONFIG_PATH:-}"
+    EXTRA=(-DCMAKE_C_FLAGS="-I$PREFIX/usr/include" -DCMAKE_EXE_LINKER_FLAGS="-L$PREFIX/usr/lib/x86_64-linux-gnu")
+else
+    EXTRA=()
+fi
+export PATH="/usr/local/cuda/bin:$PATH"
+
+nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
+ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
+step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" "${EXTRA[@]}"
+step build cmake --build build-gpu -j "$(nproc)"
+step tests ctest --test-dir build-gpu --output-on-failure
+step cuda-tests-verbose build-gpu/test_cuda --verbose
+step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 build-gpu/test_cuda
+step cuda-bench build-gpu/seam-cuda-bench
+step cpu-membw build-gpu/seam-membw
+step cpu-run build-gpu/seam run -m build-gpu/test-scratch/golden-small.gguf --tokens 1,2,3 -n 64 --ids
+cp -f bench/results/*.md "$OUT/" 2>/dev/null
+echo "gpu-check: $( ((status)) && echo 'something FAILED' || echo 'all ok' ); logs in $OUT" | tee -a "$OUT/summary.txt"
+exit $status
