@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpu/ops.h"
+#include "gpu_segment.h"
 
 uint64_t engine_kv_bytes(const seam_config *c, int n_ctx) {
     return 2ull * (uint64_t)c->n_layers * (uint64_t)n_ctx * (uint64_t)c->n_kv_heads *
@@ -57,8 +58,21 @@ void engine_free(seam_engine *eng) {
     free(s->hb), free(s->hb2), free(s->router), free(s->moe), free(s->logits), free(s->act);
     free(s->key_cache), free(s->value_cache);
     pool_destroy(eng->pool);
+    gpu_segment_free(eng->gpu);
     timeline_free(&eng->timeline);
     memset(eng, 0, sizeof *eng);
+}
+
+int engine_place(seam_engine *eng, const seam_plan *plan, bool use_graph, seam_error *e) {
+    gpu_segment_free(eng->gpu);
+    eng->gpu = NULL;
+    eng->gpu_layers = 0;
+    eng->head_on_gpu = false;
+    if (plan->gpu_layers == 0 && plan->head != DEV_GPU) return 0;
+    if (gpu_segment_init(&eng->gpu, eng->model, plan, eng->n_ctx, use_graph, e)) return -1;
+    eng->gpu_layers = plan->gpu_layers;
+    eng->head_on_gpu = plan->head == DEV_GPU;
+    return 0;
 }
 
 int engine_set_threads(seam_engine *eng, int n_threads, seam_error *e) {
@@ -202,8 +216,13 @@ static int forward(seam_engine *eng, int token, int pos, bool prefill, float **l
                         s->x, c->n_embd);
     if (c->embd_scale != 1.0f) cpu_scale(s->x, c->embd_scale, c->n_embd);
 
+    // layers 0..gpu_layers-1 on the GPU (the hidden state crosses there and
+    // back, or the logits come back when the head runs there too)
+    if (eng->gpu && gpu_segment_forward(eng->gpu, s->x, s->logits, pos, &eng->timeline, &tt, e)) return -1;
+
+    // the rest on the CPU
     const double t_layers = seam_now();
-    for (int il = 0; il < c->n_layers; il++) {
+    for (int il = eng->gpu_layers; il < c->n_layers; il++) {
         const seam_layer_weights *l = &m->w.layers[il];
         attention_block(eng, l, il, pos);
         ffn_block(eng, l);
@@ -212,13 +231,17 @@ static int forward(seam_engine *eng, int token, int pos, bool prefill, float **l
     tt.segment_us[SEG_CPU] = 1e6 * (t_head - t_layers);
 
     // final norm and the output head
-    cpu_rmsnorm(s->x, s->x, m->w.output_norm.data, c->n_embd, c->rms_eps);
-    cpu_matvec(eng->pool, &m->w.output, s->x, s->logits, s->act);
-    if (c->logit_softcap > 0.0f)
-        for (int i = 0; i < c->n_vocab; i++) s->logits[i] = c->logit_softcap * tanhf(s->logits[i] / c->logit_softcap);
+    if (!eng->head_on_gpu) {
+        cpu_rmsnorm(s->x, s->x, m->w.output_norm.data, c->n_embd, c->rms_eps);
+        cpu_matvec(eng->pool, &m->w.output, s->x, s->logits, s->act);
+        if (c->logit_softcap > 0.0f)
+            for (int i = 0; i < c->n_vocab; i++)
+                s->logits[i] = c->logit_softcap * tanhf(s->logits[i] / c->logit_softcap);
+    }
     *logits = s->logits;
     const double t_end = seam_now();
     tt.segment_us[SEG_HEAD] = 1e6 * (t_end - t_head);
+    if (eng->gpu) tt.gpu_idle_us = 1e6 * (t_end - t_layers);  // one stream: the GPU waits for the CPU's part
     tt.token_us = 1e6 * (t_end - t_start);
     if (timeline_add_token(&eng->timeline, &tt)) return seam_fail(e, "out of memory for the timeline");
     return 0;

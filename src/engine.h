@@ -3,7 +3,9 @@
 #define SEAM_ENGINE_H
 
 #include "cpu/pool.h"
+#include "gpu_segment.h"
 #include "model.h"
+#include "plan.h"
 #include "quant.h"
 #include "timeline.h"
 
@@ -33,6 +35,9 @@ typedef struct {
     int n_ctx;        // positions the KV cache holds
     seam_pool *pool;  // the CPU layers' threads; NULL = the calling thread alone
     seam_state s;
+    gpu_segment *gpu;        // layers 0..gpu_layers-1 (and maybe the head) on the GPU; NULL for none
+    int gpu_layers;
+    bool head_on_gpu;
     seam_timeline timeline;  // every token's segments and crossings, in run order
     int n_run;               // tokens run so far (the timeline's token index)
 } seam_engine;
@@ -43,6 +48,13 @@ void engine_free(seam_engine *eng);
 // Runs the CPU layers on n_threads threads (the caller and n_threads - 1
 // workers; 1, the default after engine_init, = the calling thread alone).
 int engine_set_threads(seam_engine *eng, int n_threads, seam_error *e);
+
+// Puts the plan's GPU layers (and head) on the GPU: copies their weights
+// there and runs them through the GPU segment from the next token on. A plan
+// with no GPU part keeps everything on the CPU. use_graph: replay the GPU
+// segment as one CUDA graph (off: one launch per op, to measure the
+// difference).
+int engine_place(seam_engine *eng, const seam_plan *plan, bool use_graph, seam_error *e);
 
 // Bytes of KV cache and of activation scratch engine_init will allocate.
 uint64_t engine_kv_bytes(const seam_config *c, int n_ctx);

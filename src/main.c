@@ -39,6 +39,7 @@ typedef struct {
     int head;               // --head: -1 = with the last layer, DEV_CPU, DEV_GPU
     bool cpu_moe;           // --cpu-moe
     int n_cpu_moe;          // --n-cpu-moe
+    bool no_graph;          // --no-graph: one launch per GPU op instead of a replayed CUDA graph
     uint64_t seed;
     float temperature;
     int top_k;
@@ -70,6 +71,7 @@ static void usage(FILE *f) {
             "  -t, --threads N         CPU threads [all cores]\n"
             "  -ngl, --gpu-layers N    layers 0..N-1 on the GPU; 'auto' = as many as fit [0]\n"
             "      --head cpu|gpu      where the output head runs [the device of the last layer]\n"
+            "      --no-graph          launch the GPU layers op by op instead of as one CUDA graph [graph]\n"
             "      --cpu-moe           keep every layer's experts on the CPU (MoE models)\n"
             "      --n-cpu-moe N       keep the experts of layers 0..N-1 on the CPU [0]\n"
             "      --gpu-mem SIZE      plan for a GPU with SIZE bytes free (e.g. 12G) [the device's]\n"
@@ -155,6 +157,8 @@ static int parse_options(int argc, char **argv, options *o) {
             else if (v && !strcmp(v, "gpu")) o->head = DEV_GPU;
             else return fprintf(stderr, "seam: --head wants cpu or gpu (got '%s')\n", v ? v : ""), -1;
             i++;
+        } else if (IS("--no-graph")) {
+            o->no_graph = true;
         } else if (IS("--cpu-moe")) {
             o->cpu_moe = true;
         } else if (IS("--n-cpu-moe")) {
@@ -259,8 +263,6 @@ static int make_plan(const options *o, const seam_model *m, bool will_run, seam_
         fprintf(stderr, "seam: no CUDA device: --gpu-layers auto runs every layer on the CPU\n");
     if (plan_make(p, m, &req, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
     plan_print(p, stderr);
-    if (will_run && (p->gpu_layers > 0 || p->head == DEV_GPU))
-        return fprintf(stderr, "seam: the CUDA layer split is not in this build yet; use -ngl 0\n"), -1;
     return 0;
 }
 
@@ -331,7 +333,8 @@ static int session_open(session *s, const options *o, int n_extra) {
         session_close(s);
         return -1;
     }
-    if (engine_init(&s->eng, &s->model, o->n_ctx, &err) || engine_set_threads(&s->eng, o->n_threads, &err)) {
+    if (engine_init(&s->eng, &s->model, o->n_ctx, &err) || engine_set_threads(&s->eng, o->n_threads, &err) ||
+        engine_place(&s->eng, &plan, !o->no_graph, &err)) {
         fprintf(stderr, "seam: %s\n", err.msg);
         session_close(s);
         return -1;
@@ -435,6 +438,7 @@ static int cmd_chat(const options *o) {
     seam_plan plan;
     if (tokenizer_load(&ss.tok, &ss.model.file, &err) || make_plan(o, &ss.model, true, &plan) ||
         engine_init(&ss.eng, &ss.model, o->n_ctx, &err) || engine_set_threads(&ss.eng, o->n_threads, &err) ||
+        engine_place(&ss.eng, &plan, !o->no_graph, &err) ||
         sampler_init(&sampler, ss.model.cfg.n_vocab, o->temperature, o->top_k, o->top_p, o->seed)) {
         if (err.msg[0]) fprintf(stderr, "seam: %s\n", err.msg);  // make_plan has spoken for itself
         goto done;

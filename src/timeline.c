@@ -117,7 +117,6 @@ void timeline_report(const seam_timeline *t, FILE *out) {
         if (!t->tokens[i].prefill) v[k++] = t->tokens[i].token_us;
     const stats token = summarise(v, n);
     token_mean = token.mean;
-    k = 0;
     for (size_t i = 0; i < t->n_tokens; i++)
         if (!t->tokens[i].prefill) idle_mean += t->tokens[i].gpu_idle_us / (double)n;
     for (size_t i = 0; i < t->n_crossings; i++) {
@@ -139,7 +138,7 @@ void timeline_report(const seam_timeline *t, FILE *out) {
     if (cross_mean > 0)
         fprintf(out, "  %-22s %10.3f %7.1f%%\n", "crossings", cross_mean / 1e3, 100 * cross_mean / token_mean);
     const double unaccounted = token_mean - parts;
-    fprintf(out, "  %-22s %10.3f %7.1f%%   (sampling, bookkeeping)\n", "other", unaccounted / 1e3,
+    fprintf(out, "  %-22s %10.3f %7.1f%%   (launches, sampling, bookkeeping)\n", "other", unaccounted / 1e3,
             100 * unaccounted / token_mean);
     if (idle_mean > 0)
         fprintf(out, "  GPU idle while the CPU works: %.3f ms a token (%.1f%%)\n", idle_mean / 1e3,

@@ -1,0 +1,282 @@
+// gpu_segment.c — layers 0..N-1 on the CUDA device, each crossing timed.
+//
+// The layer forward here is engine.c's, op for op, over the CUDA backend's
+// C API (kernels/seam_cuda.h): the same norms, projections, RoPE, attention
+// over an f16 KV cache and gated FFN, on device buffers. Per-token values
+// (the position) live in a device step buffer, so the segment is captured
+// once as a CUDA graph and replayed: launch overhead is one graph launch a
+// token instead of ~15 launches a layer.
+#include "gpu_segment.h"
+
+#ifndef SEAM_HAVE_CUDA
+
+int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *plan, int n_ctx, bool use_graph,
+                     seam_error *e) {
+    *out = NULL;
+    return seam_fail(e, "this seam was built without CUDA: GPU layers need a CUDA build (nvcc found at configure time)");
+}
+
+void gpu_segment_free(gpu_segment *g) {}
+
+int gpu_segment_forward(gpu_segment *g, float *x, float *logits, int pos, seam_timeline *tl, seam_token_time *tt,
+                        seam_error *e) {
+    return seam_fail(e, "this seam was built without CUDA");
+}
+
+#else
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "seam_cuda.h"
+
+// A layer's weights on the device: the host layer's views with data
+// pointers into device memory.
+typedef struct {
+    seam_layer_weights w;
+    uint16_t *k_cache, *v_cache;  // (n_ctx, n_kv_heads * head_dim) f16
+} gpu_layer;
+
+struct gpu_segment {
+    const seam_model *model;
+    int n_layers;             // layers 0..n_layers-1 run here
+    bool head;                // the output norm and head run here too
+    int n_ctx;
+    bool use_graph;
+    seam_cuda_stream *stream;
+    seam_cuda_event *ev_start, *ev_end;  // around the segment's compute
+    seam_cuda_event *ev_copy0, *ev_copy1;  // around a crossing's copy
+    seam_cuda_graph *graph;   // the captured segment; NULL until the first token (or without graphs)
+    gpu_layer *layers;        // [n_layers]
+    seam_tensor output_norm, output;  // on the device when head
+    seam_cuda_step *step;     // device: this token's position
+    seam_cuda_step *step_host;  // pinned host copy, one H2D a token
+    float *x_pinned;          // (n_embd) pinned: the hidden state crossing the bus
+    float *logits_dev;        // (n_vocab) when head
+    float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;  // device activations, shapes as engine.h's
+    void *scratch;            // quantised activations of the widest input
+    void **allocations;       // every device buffer, for gpu_segment_free
+    int n_allocations, cap_allocations;
+};
+
+static int dev_alloc(gpu_segment *g, void **p, size_t bytes, const char *what, seam_error *e) {
+    if (seam_cuda_malloc(p, bytes ? bytes : 16, e)) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        return seam_fail(e, "GPU out of memory for %s (%.1f MiB): %s", what, bytes / 1048576.0, msg);
+    }
+    if (g->n_allocations == g->cap_allocations) {
+        g->cap_allocations = g->cap_allocations ? 2 * g->cap_allocations : 64;
+        void **grown = realloc(g->allocations, (size_t)g->cap_allocations * sizeof *grown);
+        if (!grown) return seam_cuda_free(*p), seam_fail(e, "out of memory");
+        g->allocations = grown;
+    }
+    g->allocations[g->n_allocations++] = *p;
+    return 0;
+}
+
+// A copy of host tensor t in device memory (an absent tensor stays absent).
+static int upload(gpu_segment *g, seam_tensor *dst, const seam_tensor *t, seam_error *e) {
+    *dst = *t;
+    if (!t->data) return 0;
+    void *p;
+    char what[96];
+    snprintf(what, sizeof what, "tensor %.*s", t->name_len, t->name);
+    if (dev_alloc(g, &p, t->n_bytes, what, e) || seam_cuda_upload(p, t->data, t->n_bytes, e)) return -1;
+    dst->data = p;
+    return 0;
+}
+
+static int upload_layer(gpu_segment *g, int il, seam_error *e) {
+    const seam_layer_weights *h = &g->model->w.layers[il];
+    seam_layer_weights *d = &g->layers[il].w;
+    const seam_tensor *src[] = {&h->attn_norm, &h->wq, &h->wk, &h->wv, &h->bq, &h->bk, &h->bv, &h->q_norm,
+                                &h->k_norm, &h->wo, &h->attn_post_norm, &h->ffn_norm, &h->w_gate, &h->w_up,
+                                &h->w_down, &h->ffn_post_norm};
+    seam_tensor *dst[] = {&d->attn_norm, &d->wq, &d->wk, &d->wv, &d->bq, &d->bk, &d->bv, &d->q_norm,
+                          &d->k_norm, &d->wo, &d->attn_post_norm, &d->ffn_norm, &d->w_gate, &d->w_up,
+                          &d->w_down, &d->ffn_post_norm};
+    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++)
+        if (upload(g, dst[i], src[i], e)) return -1;
+    const seam_config *c = &g->model->cfg;
+    const size_t cache = (size_t)g->n_ctx * c->n_kv_heads * c->head_dim * sizeof(uint16_t);
+    return dev_alloc(g, (void **)&g->layers[il].k_cache, cache, "a layer's K cache", e) ||
+           dev_alloc(g, (void **)&g->layers[il].v_cache, cache, "a layer's V cache", e);
+}
+
+int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *plan, int n_ctx, bool use_graph,
+                     seam_error *e) {
+    *out = NULL;
+    const seam_config *c = &m->cfg;
+    if (seam_cuda_device_count() == 0) return seam_fail(e, "GPU layers need a CUDA device and there is none");
+    if (c->n_expert && plan->gpu_layers > 0)
+        return seam_fail(e, "MoE layers do not run on the GPU yet: use -ngl 0 with this model");
+    gpu_segment *g = calloc(1, sizeof *g);
+    if (!g) return seam_fail(e, "out of memory");
+    g->model = m;
+    g->n_layers = plan->gpu_layers;
+    g->head = plan->head == DEV_GPU;
+    g->n_ctx = n_ctx;
+    g->use_graph = use_graph;
+    g->layers = calloc((size_t)(g->n_layers > 0 ? g->n_layers : 1), sizeof *g->layers);
+    const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    const int wide = q_dim > c->n_embd ? q_dim : c->n_embd, widest = wide > c->n_ff ? wide : c->n_ff;
+    int rc = !g->layers ? seam_fail(e, "out of memory") : 0;
+    rc = rc || seam_cuda_init(0, e) || seam_cuda_stream_create(&g->stream, e) ||
+         seam_cuda_event_create(&g->ev_start, e) || seam_cuda_event_create(&g->ev_end, e) ||
+         seam_cuda_event_create(&g->ev_copy0, e) || seam_cuda_event_create(&g->ev_copy1, e);
+    rc = rc || seam_cuda_host_alloc((void **)&g->step_host, sizeof *g->step_host, e) ||
+         seam_cuda_host_alloc((void **)&g->x_pinned, (size_t)c->n_embd * sizeof(float), e);
+    rc = rc || dev_alloc(g, (void **)&g->step, sizeof *g->step, "the step", e) ||
+         dev_alloc(g, (void **)&g->x, (size_t)c->n_embd * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->xb, (size_t)wide * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->xb2, (size_t)c->n_embd * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->q, (size_t)q_dim * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->k, (size_t)kv_dim * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->v, (size_t)kv_dim * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->hb, (size_t)c->n_ff * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->hb2, (size_t)c->n_ff * 4, "activations", e) ||
+         dev_alloc(g, &g->scratch, seam_cuda_matvec_scratch_bytes(widest), "quantised activations", e);
+    for (int il = 0; !rc && il < g->n_layers; il++) rc = upload_layer(g, il, e);
+    if (!rc && g->head)
+        rc = upload(g, &g->output_norm, &m->w.output_norm, e) || upload(g, &g->output, &m->w.output, e) ||
+             dev_alloc(g, (void **)&g->logits_dev, (size_t)c->n_vocab * 4, "the logits", e);
+    if (rc) {
+        gpu_segment_free(g);
+        return -1;
+    }
+    *out = g;
+    return 0;
+}
+
+void gpu_segment_free(gpu_segment *g) {
+    if (!g) return;
+    if (g->graph) seam_cuda_graph_destroy(g->graph);
+    for (int i = 0; i < g->n_allocations; i++) seam_cuda_free(g->allocations[i]);
+    free(g->allocations);
+    seam_cuda_host_free(g->step_host);
+    seam_cuda_host_free(g->x_pinned);
+    seam_cuda_event_destroy(g->ev_start), seam_cuda_event_destroy(g->ev_end);
+    seam_cuda_event_destroy(g->ev_copy0), seam_cuda_event_destroy(g->ev_copy1);
+    seam_cuda_stream_destroy(g->stream);
+    free(g->layers);
+    free(g);
+}
+
+static int matvec(gpu_segment *g, const seam_tensor *w, const float *x, float *out, seam_error *e) {
+    return seam_cuda_matvec(g->stream, w->type, w->data, w->rows, w->cols, x, out, g->scratch, e);
+}
+
+// engine.c's attention_block and ffn_block, on the device.
+static int layer_forward(gpu_segment *g, int il, seam_error *e) {
+    const seam_config *c = &g->model->cfg;
+    const gpu_layer *L = &g->layers[il];
+    const seam_layer_weights *l = &L->w;
+    seam_cuda_stream *s = g->stream;
+    const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    const bool swa = c->layer_swa[il];
+    const float base = swa ? c->rope_base_swa : c->rope_base, freq_scale = swa ? 1.0f : c->rope_scale;
+
+    if (seam_cuda_rmsnorm(s, g->xb, g->x, l->attn_norm.data, 1, c->n_embd, c->rms_eps, e) ||
+        matvec(g, &l->wq, g->xb, g->q, e) || matvec(g, &l->wk, g->xb, g->k, e) || matvec(g, &l->wv, g->xb, g->v, e))
+        return -1;
+    if (c->qkv_bias && (seam_cuda_add(s, g->q, l->bq.data, q_dim, e) || seam_cuda_add(s, g->k, l->bk.data, kv_dim, e) ||
+                        seam_cuda_add(s, g->v, l->bv.data, kv_dim, e)))
+        return -1;
+    if (c->qk_norm && (seam_cuda_rmsnorm(s, g->q, g->q, l->q_norm.data, c->n_heads, c->head_dim, c->rms_eps, e) ||
+                       seam_cuda_rmsnorm(s, g->k, g->k, l->k_norm.data, c->n_kv_heads, c->head_dim, c->rms_eps, e)))
+        return -1;
+    if (seam_cuda_rope(s, g->q, c->n_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e) ||
+        seam_cuda_rope(s, g->k, c->n_kv_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e))
+        return -1;
+    if (c->q_scale != 1.0f && seam_cuda_scale(s, g->q, c->q_scale, q_dim, e)) return -1;
+    if (seam_cuda_kv_append(s, L->k_cache, L->v_cache, g->k, g->v, kv_dim, g->n_ctx, g->step, e) ||
+        seam_cuda_attention(s, g->xb, g->q, L->k_cache, L->v_cache, c->n_heads, c->n_kv_heads, c->head_dim, g->n_ctx,
+                            swa ? c->n_swa : 0, c->kq_scale, g->step, e) ||
+        matvec(g, &l->wo, g->xb, g->xb2, e))
+        return -1;
+    if (c->post_norms && seam_cuda_rmsnorm(s, g->xb2, g->xb2, l->attn_post_norm.data, 1, c->n_embd, c->rms_eps, e))
+        return -1;
+    if (seam_cuda_add(s, g->x, g->xb2, c->n_embd, e)) return -1;
+
+    if (seam_cuda_rmsnorm(s, g->xb, g->x, l->ffn_norm.data, 1, c->n_embd, c->rms_eps, e) ||
+        matvec(g, &l->w_gate, g->xb, g->hb, e) || matvec(g, &l->w_up, g->xb, g->hb2, e))
+        return -1;
+    if (c->ffn_gelu ? seam_cuda_geglu(s, g->hb, g->hb2, c->n_ff, e) : seam_cuda_swiglu(s, g->hb, g->hb2, c->n_ff, e))
+        return -1;
+    if (matvec(g, &l->w_down, g->hb, g->xb2, e)) return -1;
+    if (c->post_norms && seam_cuda_rmsnorm(s, g->xb2, g->xb2, l->ffn_post_norm.data, 1, c->n_embd, c->rms_eps, e))
+        return -1;
+    return seam_cuda_add(s, g->x, g->xb2, c->n_embd, e);
+}
+
+// Every layer of the segment, and the head when it is here.
+static int enqueue_segment(gpu_segment *g, seam_error *e) {
+    const seam_config *c = &g->model->cfg;
+    for (int il = 0; il < g->n_layers; il++)
+        if (layer_forward(g, il, e)) return -1;
+    if (!g->head) return 0;
+    if (seam_cuda_rmsnorm(g->stream, g->x, g->x, g->output_norm.data, 1, c->n_embd, c->rms_eps, e) ||
+        matvec(g, &g->output, g->x, g->logits_dev, e))
+        return -1;
+    return c->logit_softcap > 0.0f ? seam_cuda_softcap(g->stream, g->logits_dev, c->logit_softcap, c->n_vocab, e) : 0;
+}
+
+// The one door between host and device: copies, waits until the data is
+// usable, and records wait (the queue draining first), copy (events around
+// it) and total host time.
+static int crossing(gpu_segment *g, seam_direction dir, void *dst, const void *src, size_t bytes, int layer, int token,
+                    seam_timeline *tl, seam_error *e) {
+    const double t0 = seam_now();
+    if (seam_cuda_stream_synchronize(g->stream, e)) return -1;
+    const double t1 = seam_now();
+    int rc = seam_cuda_event_record(g->ev_copy0, g->stream, e);
+    rc = rc || (dir == CROSS_H2D ? seam_cuda_copy_h2d(g->stream, dst, src, bytes, e)
+                                 : seam_cuda_copy_d2h(g->stream, dst, src, bytes, e));
+    rc = rc || seam_cuda_event_record(g->ev_copy1, g->stream, e) || seam_cuda_stream_synchronize(g->stream, e);
+    float ms = 0;
+    rc = rc || seam_cuda_event_elapsed_ms(g->ev_copy0, g->ev_copy1, &ms, e);
+    if (rc) return -1;
+    const seam_crossing rec = {.token = token, .layer = layer, .dir = dir, .bytes = bytes,
+                               .wait_us = 1e6 * (t1 - t0), .copy_us = 1e3 * ms, .total_us = 1e6 * (seam_now() - t0)};
+    return timeline_add_crossing(tl, &rec) ? seam_fail(e, "out of memory for the timeline") : 0;
+}
+
+int gpu_segment_forward(gpu_segment *g, float *x, float *logits, int pos, seam_timeline *tl, seam_token_time *tt,
+                        seam_error *e) {
+    const seam_config *c = &g->model->cfg;
+    const int token = tt->token;
+    const size_t x_bytes = (size_t)c->n_embd * sizeof(float);
+    // the position, then the hidden state, cross to the device (the step is
+    // bookkeeping of the graph, not a crossing of the model's data)
+    g->step_host->token = 0;  // the embedding row is looked up on the host
+    g->step_host->pos = pos;
+    memcpy(g->x_pinned, x, x_bytes);
+    if (seam_cuda_copy_h2d(g->stream, g->step, g->step_host, sizeof *g->step, e) ||
+        crossing(g, CROSS_H2D, g->x, g->x_pinned, x_bytes, 0, token, tl, e))
+        return -1;
+
+    // the segment: captured once, replayed after
+    if (seam_cuda_event_record(g->ev_start, g->stream, e)) return -1;
+    if (g->use_graph && !g->graph) {
+        if (seam_cuda_graph_begin(g->stream, e) || enqueue_segment(g, e) ||
+            seam_cuda_graph_end(g->stream, &g->graph, e))
+            return -1;
+    }
+    if (g->use_graph ? seam_cuda_graph_launch(g->graph, g->stream, e) : enqueue_segment(g, e)) return -1;
+    float ms = 0;
+    if (seam_cuda_event_record(g->ev_end, g->stream, e) || seam_cuda_stream_synchronize(g->stream, e) ||
+        seam_cuda_event_elapsed_ms(g->ev_start, g->ev_end, &ms, e))
+        return -1;
+    tt->segment_us[SEG_GPU] = 1e3 * ms;  // the launch and the wait for it land in the report's "other"
+
+    // back to the host: the logits when the head ran here, else the hidden state
+    if (g->head)
+        return crossing(g, CROSS_D2H, logits, g->logits_dev, (size_t)c->n_vocab * sizeof(float), c->n_layers, token,
+                        tl, e);
+    if (crossing(g, CROSS_D2H, g->x_pinned, g->x, x_bytes, g->n_layers, token, tl, e)) return -1;
+    memcpy(x, g->x_pinned, x_bytes);
+    return 0;
+}
+
+#endif

@@ -1,0 +1,35 @@
+// gpu_segment.h — the GPU side of the split: layers 0..N-1 (and the output
+// head, when the plan puts it there) run on the CUDA device, one stream, the
+// whole segment captured once as a CUDA graph and replayed for every token.
+//
+// The engine calls it between its host-side steps; every move of data
+// between host and device goes through the segment's crossing function,
+// which records it in the timeline.
+#ifndef SEAM_GPU_SEGMENT_H
+#define SEAM_GPU_SEGMENT_H
+
+#include <stdbool.h>
+
+#include "model.h"
+#include "plan.h"
+#include "timeline.h"
+
+typedef struct gpu_segment gpu_segment;
+
+// Copies the weights of the plan's GPU layers (and head) to the device and
+// allocates their KV caches and the activations. Fails with a message when
+// there is no CUDA build or device, when memory runs out (naming what and how
+// much), or for what the GPU path does not run yet (MoE layers).
+int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *plan, int n_ctx, bool use_graph,
+                     seam_error *e);
+void gpu_segment_free(gpu_segment *g);
+
+// One token through the GPU layers: x (n_embd, host) crosses to the device,
+// the layers run, and either the hidden state crosses back into x or, when
+// the head is on the GPU, the logits cross back into logits (n_vocab).
+// Records the crossings (as token tt->token) and fills tt's GPU segment time
+// (CUDA events around the segment's compute).
+int gpu_segment_forward(gpu_segment *g, float *x, float *logits, int pos, seam_timeline *tl, seam_token_time *tt,
+                        seam_error *e);
+
+#endif
