@@ -211,7 +211,7 @@ typedef struct {
 
 // One case per tests/golden/logits-*.txt; "(none)" when there is none, so that
 // the suite fails instead of passing empty.
-ParameterizedTestParameters(golden, logits) {
+static struct criterion_test_params fixture_cases(void) {
     static golden_case cases[64];
     int n = 0;
     DIR *d = opendir(GOLDEN_DIR);
@@ -226,6 +226,8 @@ ParameterizedTestParameters(golden, logits) {
     if (n == 0) snprintf(cases[n++].name, sizeof cases[0].name, "(none)");
     return cr_make_param_array(golden_case, cases, (size_t)n);
 }
+
+ParameterizedTestParameters(golden, logits) { return fixture_cases(); }
 
 ParameterizedTest(golden_case *gc, golden, logits) {
     const char *name = gc->name;
@@ -315,4 +317,57 @@ ParameterizedTest(golden_case *gc, golden, logits) {
     engine_free(&eng);
     model_free(&m);
     free_fixture(&fx);
+}
+
+// ---------------------------------------------------------------------------
+// The split on a GPU: the same fixtures with layers 0..N-1 on the device for
+// N in {0, 1, L/2, L-1, L} (L with the head there too). The CUDA kernels sum
+// in their own order, so the logits are held to the golden tolerance, not to
+// bit equality; the prompt is teacher-forced as above.
+
+#ifdef SEAM_HAVE_CUDA
+#include "seam_cuda.h"
+#endif
+
+ParameterizedTestParameters(golden, split) { return fixture_cases(); }
+
+ParameterizedTest(golden_case *gc, golden, split) {
+#ifndef SEAM_HAVE_CUDA
+    cr_skip_test("skipped: no CUDA device (seam was built without CUDA)");
+#else
+    if (seam_cuda_device_count() == 0) cr_skip_test("skipped: no CUDA device");
+    const char *name = gc->name;
+    fixture fx;
+    load_fixture(name, &fx);
+    seam_model m;
+    seam_error err = {{0}};
+    cr_assert(model_load(&m, model_file(name, &fx), &err) == 0, "%s: %s", name, err.msg);
+    if (m.cfg.n_expert) cr_skip_test("%s: MoE layers do not run on the GPU yet", name);
+    const int L = m.cfg.n_layers, splits[] = {0, 1, L / 2, L - 1, L};
+    for (size_t si = 0; si < sizeof splits / sizeof *splits; si++) {
+        const seam_plan_request req = {.gpu_layers = splits[si], .head = -1, .n_ctx = fx.n_tokens,
+                                       .gpu_budget = UINT64_MAX / 2};
+        seam_plan plan;
+        seam_engine eng;
+        cr_assert(plan_make(&plan, &m, &req, &err) == 0, "%s: %s", name, err.msg);
+        cr_assert(engine_init(&eng, &m, fx.n_tokens, &err) == 0 && engine_place(&eng, &plan, true, &err) == 0,
+                  "%s, %d GPU layers: %s", name, splits[si], err.msg);
+        float *logits;
+        double worst = 0;
+        for (int p = 0, k = 0; p < fx.n_tokens; p++) {
+            cr_assert(engine_forward(&eng, fx.tokens[p], p, &logits, &err) == 0, "%s: %s", name, err.msg);
+            if (k < fx.n_stored && fx.stored[k] == p) {
+                const double d = max_abs_diff(logits, fx.logits + (size_t)k * fx.n_vocab, fx.n_vocab);
+                worst = fmax(worst, d / tolerance(fx.std[p]));
+                cr_expect(d <= tolerance(fx.std[p]), "%s, %d GPU layers, position %d: max |diff| %.4g > tolerance %.3g",
+                          name, splits[si], p, d, tolerance(fx.std[p]));
+                k++;
+            }
+        }
+        cr_log_info("%s, %d of %d layers on the GPU: worst position at %.3g x tolerance", name, splits[si], L, worst);
+        engine_free(&eng);
+    }
+    model_free(&m);
+    free_fixture(&fx);
+#endif
 }
