@@ -9,7 +9,9 @@
 # whole test suite (the CUDA tests run instead of skipping), runs
 # compute-sanitizer's memcheck over the CUDA tests, runs the CUDA workbench
 # (matvec GB/s and % of peak, attention) and the CPU bandwidth probe, and
-# writes every log to $OUT (or ./gpu-check-out when OUT is unset). It keeps
+# runs a split sweep (0, 1, L/2, L-1, L GPU layers, and L without graphs) on
+# a synthetic Qwen3-0.6B with the timeline of each, and writes every log to
+# $OUT (or ./gpu-check-out when OUT is unset). It keeps
 # going after a failure so that one run reports everything; the exit status
 # says whether anything failed.
 set -uo pipefail
@@ -52,7 +54,16 @@ step cuda-tests-verbose build-gpu/test_cuda --verbose
 step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 build-gpu/test_cuda
 step cuda-bench build-gpu/seam-cuda-bench
 step cpu-membw build-gpu/seam-membw
-step cpu-run build-gpu/seam run -m build-gpu/test-scratch/golden-small.gguf --tokens 1,2,3 -n 64 --ids
+# the split: compute-sanitizer over a short split run, then a sweep of the
+# GPU layer count on a synthetic Qwen3-0.6B (28 layers), each run's report kept
+step synth build-gpu/seam-synth models/qwen3-0.6b.shape -o build-gpu/qwen3-0.6b.gguf
+step memcheck-split compute-sanitizer --tool memcheck --error-exitcode 1 \
+    build-gpu/seam run -m build-gpu/test-scratch/golden-small.gguf --tokens 1,2,3 -n 4 -ngl 3 --ids
+for n in 0 1 14 27 28; do
+    step "split-$n" build-gpu/seam run -m build-gpu/qwen3-0.6b.gguf --tokens 1,2,3 -n 64 --ids -ngl "$n" \
+        --timeline "$OUT/timeline-$n.json"
+done
+step split-28-nograph build-gpu/seam run -m build-gpu/qwen3-0.6b.gguf --tokens 1,2,3 -n 64 --ids -ngl 28 --no-graph
 cp -f bench/results/*.md "$OUT/" 2>/dev/null
 echo "gpu-check: $( ((status)) && echo 'something FAILED' || echo 'all ok' ); logs in $OUT" | tee -a "$OUT/summary.txt"
 exit $status
