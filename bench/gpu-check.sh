@@ -18,18 +18,20 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-check-out}"
 mkdir -p "$OUT"
+# the device tool brings back at most 8 files: logs go to LOGS, packed at the end
+LOGS="$(mktemp -d)"
 status=0
 step() {  # step NAME COMMAND...: runs, logs to $OUT/NAME.log, remembers failure
     local name="$1"
     shift
     echo "== $name: $*" | tee -a "$OUT/summary.txt"
-    if "$@" >"$OUT/$name.log" 2>&1; then
+    if "$@" >"$LOGS/$name.log" 2>&1; then
         echo "   ok" | tee -a "$OUT/summary.txt"
     else
         echo "   FAILED ($?), see $name.log" | tee -a "$OUT/summary.txt"
         status=1
     fi
-    tail -n 5 "$OUT/$name.log" | sed 's/^/   | /' | tee -a "$OUT/summary.txt"
+    tail -n 5 "$LOGS/$name.log" | sed 's/^/   | /' | tee -a "$OUT/summary.txt"
 }
 
 # Debian packages the machine lacks, unpacked into a prefix (never into /)
@@ -45,7 +47,7 @@ else
 fi
 export PATH="/usr/local/cuda/bin:$PATH"
 
-nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
+nvidia-smi >"$LOGS/nvidia-smi.txt" 2>&1
 ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
 step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" "${EXTRA[@]}"
 step build cmake --build build-gpu -j "$(nproc)"
@@ -61,9 +63,9 @@ step memcheck-split compute-sanitizer --tool memcheck --error-exitcode 1 \
     build-gpu/seam run -m build-gpu/test-scratch/golden-small.gguf --tokens 1,2,3 -n 4 -ngl 3 --ids
 for n in 0 1 14 27 28; do
     step "split-$n" build-gpu/seam run -m build-gpu/qwen3-0.6b.gguf --tokens 1,2,3 -n 64 --ids -ngl "$n" \
-        --timeline "$OUT/timeline-$n.json"
+        --timeline "$LOGS/timeline-$n.json"
 done
 step split-28-nograph build-gpu/seam run -m build-gpu/qwen3-0.6b.gguf --tokens 1,2,3 -n 64 --ids -ngl 28 --no-graph
-cp -f bench/results/*.md "$OUT/" 2>/dev/null
+tar czf "$OUT/gpu-check-logs.tar.gz" -C "$LOGS" .
 echo "gpu-check: $( ((status)) && echo 'something FAILED' || echo 'all ok' ); logs in $OUT" | tee -a "$OUT/summary.txt"
 exit $status
