@@ -198,6 +198,34 @@ static void bench_attention(int pos) {
     free(kv), free(host);
 }
 
+// The bare crossing: cudaMemcpyAsync of pinned memory and a synchronise,
+// host wall time, nothing else. The timeline's crossings (gpu_segment.c's
+// crossing(): a drain, events around the copy, a synchronise, a record)
+// are measured against this: the target is at most 1.2x.
+static void bench_bare_copy(size_t bytes) {
+    void *host, *dev;
+    CHECK(seam_cuda_host_alloc(&host, bytes, &err));
+    CHECK(seam_cuda_malloc(&dev, bytes, &err));
+    memset(host, 0, bytes);
+    float h2d[1000], d2h[1000];
+    const int n = reps * 4 < 1000 ? reps * 4 : 1000;
+    for (int r = 0; r < n; r++) {
+        double t0 = seam_now();
+        CHECK(seam_cuda_copy_h2d(stream, dev, host, bytes, &err));
+        CHECK(seam_cuda_stream_synchronize(stream, &err));
+        double t1 = seam_now();
+        CHECK(seam_cuda_copy_d2h(stream, host, dev, bytes, &err));
+        CHECK(seam_cuda_stream_synchronize(stream, &err));
+        h2d[r] = (float)(1e6 * (t1 - t0));
+        d2h[r] = (float)(1e6 * (seam_now() - t1));
+    }
+    qsort(h2d, (size_t)n, sizeof *h2d, cmp_float);
+    qsort(d2h, (size_t)n, sizeof *d2h, cmp_float);
+    printf("bare copy %8zu B: H2D median %7.1f us, D2H median %7.1f us (%d each)\n", bytes, h2d[n / 2], d2h[n / 2], n);
+    seam_cuda_free(dev);
+    seam_cuda_host_free(host);
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-r")) reps = atoi(argv[i + 1]);
@@ -238,6 +266,10 @@ int main(int argc, char **argv) {
     printf("\n");
     const int positions[] = {127, 1023, 4095};
     for (int i = 0; i < 3; i++) bench_attention(positions[i]);
+    printf("\n");
+    // hidden states of 640, 1024 and 2048 floats; logits of 151936 and 262144
+    const size_t copies[] = {640 * 4, 1024 * 4, 2048 * 4, 151936 * 4, 262144 * 4};
+    for (int i = 0; i < 5; i++) bench_bare_copy(copies[i]);
     seam_cuda_stream_destroy(stream);
     return 0;
 }
