@@ -260,7 +260,7 @@ def main():
     print(bw_text)
 
     if a.out:
-        cmd = " ".join(shlex.quote(x) for x in [os.path.relpath(sys.executable), os.path.relpath(__file__)] + sys.argv[1:])
+        cmd = " ".join(shlex.quote(x) for x in [sys.executable, os.path.relpath(__file__, ROOT)] + sys.argv[1:])
         with open(a.out, "w") as f:
             f.write(f"# CPU decode: seam vs llama.cpp ({datetime.date.today().isoformat()})\n\n")
             f.write(f"- machine: {machine()}\n- command: `{cmd}`\n")

@@ -46,7 +46,8 @@ static seam_tensor make_matrix(uint32_t type, int64_t rows) {
         for (int i = 0; i < COLS; i++) x[i] = (float)((int64_t)(rng_next() >> 40) - (1 << 23)) / (1 << 23);
         seam_quantize_weights(type, x, data + (uint64_t)r * t.row_bytes, COLS);
     }
-    for (int64_t r = 64; r < rows; r++) memcpy(data + (uint64_t)r * t.row_bytes, data + (uint64_t)(r % 64) * t.row_bytes, t.row_bytes);
+    for (int64_t r = 64; r < rows; r++)
+        memcpy(data + (uint64_t)r * t.row_bytes, data + (uint64_t)(r % 64) * t.row_bytes, t.row_bytes);
     t.data = data;
     return t;
 }
@@ -69,7 +70,8 @@ static void cache_gbs(const cpu_kernels *const *sets, int n_sets, const seam_ten
     for (int rep = 0; rep < 31; rep++) {
         for (int i = 0; i < n_sets; i++) {
             const double t = thread_seconds();
-            for (int it = 0; it < iters; it++) sets[i]->dot[w->type](w->type, w->data, w->row_bytes, w->rows, act, w->cols, out);
+            for (int it = 0; it < iters; it++)
+                sets[i]->dot[w->type](w->type, w->data, w->row_bytes, w->rows, act, w->cols, out);
             const double g = (double)w->n_bytes * iters / (thread_seconds() - t) / 1e9;
             gbs[i] = g > gbs[i] ? g : gbs[i];
         }
@@ -86,9 +88,12 @@ int main(int argc, char **argv) {
     double gib = 1.0;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "-t") && v) threads = atoi(v), i++;
-        else if (!strcmp(argv[i], "-s") && v) gib = atof(v), i++;
-        else return fprintf(stderr, "usage: seam-matvec [-t THREADS] [-s GIB]\n"), 2;
+        if (!strcmp(argv[i], "-t") && v)
+            threads = atoi(v), i++;
+        else if (!strcmp(argv[i], "-s") && v)
+            gib = atof(v), i++;
+        else
+            return fprintf(stderr, "usage: seam-matvec [-t THREADS] [-s GIB]\n"), 2;
     }
     seam_error err = {{0}};
     seam_pool *pool = pool_create(threads, &err);
@@ -96,13 +101,14 @@ int main(int argc, char **argv) {
     const cpu_kernels *sets[CPU_KERNEL_SETS];
     const int n_sets = cpu_kernels_all(sets);
     const cpu_kernels *fast = cpu_kernels_get();
-    printf("seam-matvec: %d-wide rows; cache = 1 thread in L2, best of 31 (per CPU second); memory = %.2f GiB on %d "
-           "threads with the %s set, median of 5\n  %-5s",
-           COLS, gib, threads, fast->name, "type");
+    printf(
+        "seam-matvec: %d-wide rows; cache = 1 thread in L2, best of 31 (per CPU second); memory = %.2f GiB on %d "
+        "threads with the %s set, median of 5\n  %-5s",
+        COLS, gib, threads, fast->name, "type");
     for (int i = 0; i < n_sets; i++) printf(" %9s cache", sets[i]->name);
     printf(" %16s\n", "memory");
     static const uint32_t types[] = {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0,
-                                     GGML_TYPE_Q4_0, GGML_TYPE_F16, GGML_TYPE_F32};
+                                     GGML_TYPE_Q4_0, GGML_TYPE_F16,  GGML_TYPE_F32};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         const uint32_t type = types[k];
         float x[COLS];

@@ -27,7 +27,7 @@ typedef struct {
     double *a;            // triad: a, b, c (n each)
     const double *b, *c;
     size_t n;
-    uint64_t sums[256];   // read: one per thread, so the loads cannot be elided
+    uint64_t sums[256];  // read: one per thread, so the loads cannot be elided
 } probe;
 
 // This thread's contiguous part [lo, hi) of n elements.
@@ -115,9 +115,12 @@ int main(int argc, char **argv) {
     double gib = 1.0;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "-t") && v) threads = atoi(v), i++;
-        else if (!strcmp(argv[i], "-s") && v) gib = atof(v), i++;
-        else if (!strcmp(argv[i], "-r") && v) reps = atoi(v), i++;
+        if (!strcmp(argv[i], "-t") && v)
+            threads = atoi(v), i++;
+        else if (!strcmp(argv[i], "-s") && v)
+            gib = atof(v), i++;
+        else if (!strcmp(argv[i], "-r") && v)
+            reps = atoi(v), i++;
         else {
             fprintf(stderr, "usage: seam-membw [-t THREADS] [-s GIB] [-r REPS]\n");
             return 2;

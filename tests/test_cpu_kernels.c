@@ -1,7 +1,8 @@
 // test_cpu_kernels.c — the CPU backend's fast paths against their scalar
-// references: every dot kernel of every instruction set this CPU runs, on
-// random blocks of several row lengths and rows at a time; the threaded
-// matvec on pools of 1..4 threads; and the pool itself.
+// references: every kernel of every instruction set this CPU runs (the dots
+// on random blocks of several row lengths, rows at a time; attention's value
+// sums; f16 conversion; Q8_K quantisation; softmax and SwiGLU), the threaded
+// matvec and attention on pools of 1..4 threads, and the pool itself.
 //
 // Tolerance: none. The kernels keep the reference's integer sums and its
 // float steps in its order (llama.cpp's, see quant.c and exact.c), so every
@@ -49,39 +50,39 @@ static void *random_weights(uint32_t type, int64_t n, uint64_t *rng) {
     uint8_t *w = malloc(bytes);
     for (uint64_t i = 0; i < bytes; i++) w[i] = (uint8_t)test_rng_next(rng);
     switch (type) {
-    case GGML_TYPE_F32:
-        for (int64_t i = 0; i < n; i++) ((float *)w)[i] = test_rng_normal(rng);
-        break;
-    case GGML_TYPE_F16:
-        for (int64_t i = 0; i < n; i++) ((seam_f16 *)w)[i] = seam_f32_to_f16(test_rng_normal(rng));
-        break;
-    case GGML_TYPE_BF16:
-        for (int64_t i = 0; i < n; i++) ((seam_bf16 *)w)[i] = seam_f32_to_bf16(test_rng_normal(rng));
-        break;
-    case GGML_TYPE_Q4_0:
-        for (int64_t b = 0; b < n / QK8_0; b++) set_f16(&((block_q4_0 *)w)[b].d, random_scale(rng));
-        break;
-    case GGML_TYPE_Q5_0:
-        for (int64_t b = 0; b < n / QK8_0; b++) set_f16(&((block_q5_0 *)w)[b].d, random_scale(rng));
-        break;
-    case GGML_TYPE_Q8_0:
-        for (int64_t b = 0; b < n / QK8_0; b++) set_f16(&((block_q8_0 *)w)[b].d, random_scale(rng));
-        break;
-    case GGML_TYPE_Q4_K:
-        for (int64_t b = 0; b < n / QK_K; b++) {
-            set_f16(&((block_q4_K *)w)[b].d, random_scale(rng));
-            set_f16(&((block_q4_K *)w)[b].dmin, random_scale(rng));
-        }
-        break;
-    case GGML_TYPE_Q5_K:
-        for (int64_t b = 0; b < n / QK_K; b++) {
-            set_f16(&((block_q5_K *)w)[b].d, random_scale(rng));
-            set_f16(&((block_q5_K *)w)[b].dmin, random_scale(rng));
-        }
-        break;
-    case GGML_TYPE_Q6_K:
-        for (int64_t b = 0; b < n / QK_K; b++) set_f16(&((block_q6_K *)w)[b].d, random_scale(rng));
-        break;
+        case GGML_TYPE_F32:
+            for (int64_t i = 0; i < n; i++) ((float *)w)[i] = test_rng_normal(rng);
+            break;
+        case GGML_TYPE_F16:
+            for (int64_t i = 0; i < n; i++) ((seam_f16 *)w)[i] = seam_f32_to_f16(test_rng_normal(rng));
+            break;
+        case GGML_TYPE_BF16:
+            for (int64_t i = 0; i < n; i++) ((seam_bf16 *)w)[i] = seam_f32_to_bf16(test_rng_normal(rng));
+            break;
+        case GGML_TYPE_Q4_0:
+            for (int64_t b = 0; b < n / QK8_0; b++) set_f16(&((block_q4_0 *)w)[b].d, random_scale(rng));
+            break;
+        case GGML_TYPE_Q5_0:
+            for (int64_t b = 0; b < n / QK8_0; b++) set_f16(&((block_q5_0 *)w)[b].d, random_scale(rng));
+            break;
+        case GGML_TYPE_Q8_0:
+            for (int64_t b = 0; b < n / QK8_0; b++) set_f16(&((block_q8_0 *)w)[b].d, random_scale(rng));
+            break;
+        case GGML_TYPE_Q4_K:
+            for (int64_t b = 0; b < n / QK_K; b++) {
+                set_f16(&((block_q4_K *)w)[b].d, random_scale(rng));
+                set_f16(&((block_q4_K *)w)[b].dmin, random_scale(rng));
+            }
+            break;
+        case GGML_TYPE_Q5_K:
+            for (int64_t b = 0; b < n / QK_K; b++) {
+                set_f16(&((block_q5_K *)w)[b].d, random_scale(rng));
+                set_f16(&((block_q5_K *)w)[b].dmin, random_scale(rng));
+            }
+            break;
+        case GGML_TYPE_Q6_K:
+            for (int64_t b = 0; b < n / QK_K; b++) set_f16(&((block_q6_K *)w)[b].d, random_scale(rng));
+            break;
     }
     return w;
 }
@@ -136,8 +137,9 @@ static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, ui
     for (int r = 0; r < ROWS; r++) {
         const void *row = w + r * row_bytes;
         cr_assert(bits_of(want[r]) == bits_of(seam_vec_dot(type, row, a, n)), "the scalar set is seam_vec_dot");
-        cr_assert(bits_of(got[r]) == bits_of(want[r]), "%s (%s) n=%ld row %d: %.9g vs reference %.9g, not bitwise equal",
-                  ggml_type_name(type), fast->name, (long)n, r, got[r], want[r]);
+        cr_assert(bits_of(got[r]) == bits_of(want[r]),
+                  "%s (%s) n=%ld row %d: %.9g vs reference %.9g, not bitwise equal", ggml_type_name(type), fast->name,
+                  (long)n, r, got[r], want[r]);
     }
     free(w), free(a);
 }
@@ -200,8 +202,9 @@ Test(kernels, attn_values_bitwise) {
                 for (int k = 0; k < 64 * head_dim; k++) scratch[k] = NAN;  // no reliance on what scratch held
                 sets[i]->attn_values(got, w, v, t0, t1, head_dim, stride, scratch);
                 for (int d = 0; d < head_dim; d++)
-                    cr_assert(bits_of(got[d]) == bits_of(want[d]), "attn_values (%s) head_dim %d [%d, %d): out[%d] = %.9g, want %.9g",
-                              sets[i]->name, head_dim, t0, t1, d, got[d], want[d]);
+                    cr_assert(bits_of(got[d]) == bits_of(want[d]),
+                              "attn_values (%s) head_dim %d [%d, %d): out[%d] = %.9g, want %.9g", sets[i]->name,
+                              head_dim, t0, t1, d, got[d], want[d]);
             }
         }
         free(v), free(w), free(scratch);
@@ -217,7 +220,8 @@ Test(kernels, to_f16_bitwise) {
     float x[203];
     for (int i = 0; i < 203; i++) {
         const uint32_t u = (uint32_t)test_rng_next(&rng);
-        x[i] = i % 3 ? ldexpf(test_rng_normal(&rng), (int)(u % 48) - 30) : float_of(u);  // any bits: NaNs, infs, subnormals
+        x[i] = i % 3 ? ldexpf(test_rng_normal(&rng), (int)(u % 48) - 30)
+                     : float_of(u);  // any bits: NaNs, infs, subnormals
     }
     x[5] = 65520.0f, x[6] = 0x1p-25f, x[7] = 1.0f + 0x1p-11f, x[8] = NAN, x[9] = -NAN;
     for (int n = 0; n <= 203; n += 29) {
@@ -226,7 +230,8 @@ Test(kernels, to_f16_bitwise) {
         for (int i = 1; i < n_sets; i++) {
             sets[i]->to_f16(got, x, n);
             for (int k = 0; k < n; k++)
-                cr_assert_eq(got[k], want[k], "to_f16 (%s) of %a: 0x%04x, want 0x%04x", sets[i]->name, x[k], got[k], want[k]);
+                cr_assert_eq(got[k], want[k], "to_f16 (%s) of %a: 0x%04x, want 0x%04x", sets[i]->name, x[k], got[k],
+                             want[k]);
         }
     }
 }
@@ -241,19 +246,60 @@ Test(kernels, quantize_q8_K_bitwise) {
     float x[N];
     for (int rep = 0; rep < 50; rep++) {
         for (int i = 0; i < N; i++) x[i] = ldexpf(test_rng_normal(&rng), rep % 20 - 10);
-        for (int i = QK_K; i < 2 * QK_K; i++) x[i] = 0.0f;               // block 1: zero
-        x[2 * QK_K + 7] = 1e3f, x[2 * QK_K + 9] = -1e3f;                   // block 2: tie, first wins
-        x[3 * QK_K + 4] = 0.5f * 12582912.f / 127;                         // block 3: a product near the trick's edge
-        if (rep % 5 == 0) x[4 * QK_K + rep % QK_K] = NAN;                  // block 4: a NaN
-        if (rep % 7 == 0) x[5 * QK_K + rep % QK_K] = -INFINITY;            // block 5: an infinity
+        for (int i = QK_K; i < 2 * QK_K; i++) x[i] = 0.0f;       // block 1: zero
+        x[2 * QK_K + 7] = 1e3f, x[2 * QK_K + 9] = -1e3f;         // block 2: tie, first wins
+        x[3 * QK_K + 4] = 0.5f * 12582912.f / 127;               // block 3: a product near the trick's edge
+        if (rep % 5 == 0) x[4 * QK_K + rep % QK_K] = NAN;        // block 4: a NaN
+        if (rep % 7 == 0) x[5 * QK_K + rep % QK_K] = -INFINITY;  // block 5: an infinity
         block_q8_K want[N / QK_K], got[N / QK_K];
         sets[0]->quantize_q8_K(x, want, N);
         for (int i = 1; i < n_sets; i++) {
             memset(got, 0x5a, sizeof got);
             sets[i]->quantize_q8_K(x, got, N);
             for (int b = 0; b < N / QK_K; b++)
-                cr_assert(memcmp(&got[b], &want[b], sizeof want[b]) == 0, "quantize_q8_K (%s): block %d of rep %d differs",
-                          sets[i]->name, b, rep);
+                cr_assert(memcmp(&got[b], &want[b], sizeof want[b]) == 0,
+                          "quantize_q8_K (%s): block %d of rep %d differs", sets[i]->name, b, rep);
+        }
+    }
+}
+
+// SwiGLU and the attention softmax, through llama.cpp's vector expf: inputs
+// from tiny to past the exponent range (|n| > 192), infinities and NaN (for
+// SwiGLU), rows with and without a tail past the last 16, windows [t0, t1).
+Test(kernels, softmax_swiglu_bitwise) {
+    const cpu_kernels *sets[CPU_KERNEL_SETS];
+    const int n_sets = cpu_kernels_all(sets);
+    uint64_t rng = 11;
+    enum { N = 301 };
+    float g[N], up[N];
+    for (int rep = 0; rep < 40; rep++) {
+        const float spread = ldexpf(1.0f, rep % 10 - 2);  // up to 128: exp past the float range
+        for (int i = 0; i < N; i++) g[i] = spread * test_rng_normal(&rng), up[i] = test_rng_normal(&rng);
+        if (rep == 3) g[7] = NAN, g[20] = INFINITY, g[21] = -INFINITY, g[22] = -0.0f, g[40] = 200.0f, g[41] = -200.0f;
+        for (int n = 1; n <= N; n += rep % 2 ? 50 : 13) {
+            float want[N], got[N];
+            memcpy(want, g, sizeof g);
+            sets[0]->swiglu(want, up, n);
+            for (int i = 1; i < n_sets; i++) {
+                memcpy(got, g, sizeof g);
+                sets[i]->swiglu(got, up, n);
+                cr_assert(memcmp(got, want, sizeof(float) * n) == 0, "swiglu (%s) n=%d rep %d differs", sets[i]->name,
+                          n, rep);
+            }
+            // softmax without NaN or +inf (which make every output NaN, the payload
+            // then depending on the compiler's operand order in x * scale)
+            const int t0 = rep % 3 == 0 ? 0 : (rep * 7) % n, t1 = n, padded = (n + 15) / 16 * 16;
+            float scores[N];
+            memcpy(scores, g, sizeof g);
+            if (rep == 3) scores[7] = 50.0f, scores[20] = 1e30f;
+            memcpy(want, scores, sizeof g);
+            sets[0]->softmax(want, t0, t1, padded);
+            for (int i = 1; i < n_sets; i++) {
+                memcpy(got, scores, sizeof g);
+                sets[i]->softmax(got, t0, t1, padded);
+                cr_assert(memcmp(got, want, sizeof(float) * n) == 0, "softmax (%s) [%d, %d) rep %d differs",
+                          sets[i]->name, t0, t1, rep);
+            }
         }
     }
 }
@@ -307,7 +353,10 @@ static seam_tensor make_tensor(uint32_t type, int64_t rows, int64_t cols, uint64
 }
 
 Test(matvec, pool_sizes_agree_with_reference) {
-    static const struct { uint32_t type; int64_t rows, cols; } cases[] = {
+    static const struct {
+        uint32_t type;
+        int64_t rows, cols;
+    } cases[] = {
         {GGML_TYPE_Q4_K, 1, 256},    {GGML_TYPE_Q4_K, 3, 512},   {GGML_TYPE_Q6_K, 17, 1024},
         {GGML_TYPE_Q4_K, 1000, 768}, {GGML_TYPE_Q6_K, 333, 256}, {GGML_TYPE_Q8_0, 129, 640},
         {GGML_TYPE_Q5_0, 64, 96},    {GGML_TYPE_F32, 50, 100},   {GGML_TYPE_F16, 40, 72},
@@ -329,8 +378,8 @@ Test(matvec, pool_sizes_agree_with_reference) {
                 cpu_matvec(pool, &w, x, out, scratch);
                 for (int64_t r = 0; r < w.rows; r++) {
                     float want;
-                    cpu_kernels_get()->dot[w.type](w.type, (const uint8_t *)w.data + r * w.row_bytes, w.row_bytes, 1, act,
-                                                   w.cols, &want);
+                    cpu_kernels_get()->dot[w.type](w.type, (const uint8_t *)w.data + r * w.row_bytes, w.row_bytes, 1,
+                                                   act, w.cols, &want);
                     cr_assert(bits_of(out[r]) == bits_of(want), "%s %ldx%ld, %d threads: row %ld = %.9g, want %.9g",
                               ggml_type_name(w.type), (long)w.rows, (long)w.cols, nth, (long)r, out[r], want);
                 }

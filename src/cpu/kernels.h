@@ -1,8 +1,9 @@
 // kernels.h — the CPU backend's inner loops, chosen once by CPU feature.
 //
-// Each kernel computes bitwise what its scalar reference computes
-// (seam_vec_dot, whose float order is llama.cpp's; the kernel names the part
-// of the reference it follows); tests/test_cpu_kernels.c holds them to it.
+// Each kernel computes bitwise what its scalar reference computes (named
+// below: quant.c and exact.c, whose float order is llama.cpp's), for every
+// input but NaN, whose payload may differ; tests/test_cpu_kernels.c holds
+// every set this CPU runs to the scalar one.
 #ifndef SEAM_CPU_KERNELS_H
 #define SEAM_CPU_KERNELS_H
 
@@ -17,8 +18,8 @@
 //   out[r] = seam_vec_dot(type, row r, act, n)
 // The kernel sees many rows at once so that it can prefetch ahead of the
 // row it computes and keep per-activation work out of the row loop.
-typedef void (*cpu_dot_fn)(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
-                           int64_t n, float *out);
+typedef void (*cpu_dot_fn)(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act, int64_t n,
+                           float *out);
 
 // An attention head's weighted sum of values, the contract of
 // exact_attention_values (src/exact.h): out (head_dim) = sum over t in
@@ -34,12 +35,19 @@ typedef void (*cpu_to_f16_fn)(seam_f16 *dst, const float *src, int64_t n);
 // seam_quantize_row_q8_K: the activations of every K-type matvec.
 typedef void (*cpu_quantize_q8_K_fn)(const float *x, block_q8_K *y, int64_t n);
 
+// exact_softmax and exact_swiglu (src/exact.h): llama.cpp's softmax of an
+// attention row and its SwiGLU, with its vector expf.
+typedef void (*cpu_softmax_fn)(float *x, int t0, int t1, int n);
+typedef void (*cpu_swiglu_fn)(float *gate, const float *up, int n);
+
 typedef struct {
     const char *name;                 // "avx512", "avx2", "scalar": which set was chosen
     cpu_dot_fn dot[GGML_TYPE_COUNT];  // per weight type; every supported type is set
     cpu_attn_values_fn attn_values;
     cpu_to_f16_fn to_f16;
     cpu_quantize_q8_K_fn quantize_q8_K;
+    cpu_softmax_fn softmax;
+    cpu_swiglu_fn swiglu;
 } cpu_kernels;
 
 // The fastest kernels this CPU runs, with the scalar reference filling every
@@ -49,9 +57,8 @@ typedef struct {
 const cpu_kernels *cpu_kernels_get(void);
 
 // Every set this CPU runs, from the scalar one (seam_vec_dot row by row for
-// every type, exact_attention_values, seam_f32_to_f16,
-// seam_quantize_row_q8_K) first to the fastest last; returns how many. Tests hold each
-// set to the scalar one; benchmarks compare them.
+// every type; exact_attention_values, seam_f32_to_f16, seam_quantize_row_q8_K,
+// exact_softmax, exact_swiglu) first to the fastest last; returns how many.
 #define CPU_KERNEL_SETS 3
 int cpu_kernels_all(const cpu_kernels *sets[CPU_KERNEL_SETS]);
 

@@ -1,21 +1,27 @@
-// matvec_avx2.c — AVX2 + FMA + F16C dot products (compiled with -mavx2 -mfma
-// -mf16c; only reached after a run-time feature check).
+// matvec_avx2.c — the AVX2 + FMA + F16C kernels (compiled with -mavx2 -mfma
+// -mf16c; only reached after a run-time feature check): the dot products of
+// every matvec and attention score, and the per-token work between the
+// matvecs -- activation quantisation, f16 conversion, softmax, SwiGLU and
+// attention's value sums -- which runs on one core while the others wait.
 //
 // The bound: decode reads every weight byte once per token, so a kernel has
 // to turn blocks into products faster than DRAM delivers them (~10 GB/s per
 // core here), with room to spare, or compute and memory stop overlapping.
 // The arithmetic is the reference's, step for step -- the integer paths are
 // llama.cpp's AVX2 kernels (ggml-cpu/arch/x86/quants.c), the float ones its
-// AVX-512 vector dots, both of which quant.c and exact.c transcribe -- so
-// every dot here is bitwise seam_vec_dot.
-//
-// gcc compiles ISO C (-std=c11) with -ffp-contract=off: the scalar scale
-// products below stay unfused, as in quant.c.
+// AVX-512 vector code, both of which quant.c and exact.c transcribe -- so
+// every result here is bitwise the reference's.
 #include <math.h>
 #include <stddef.h>
 
 #include "cpu/kernels.h"
 #include "cpu/simd_x86.h"
+
+// Scalar float steps must round as quant.c's do: no fusing (gcc's ISO mode
+// never fuses; clang does within an expression unless told not to).
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -55,8 +61,8 @@ static inline __m256i unpack_q5_0(const void *row, int64_t b, float *d) {
     *d = f16_to_f32(x->d);
     uint32_t qh;
     memcpy(&qh, x->qh, sizeof qh);
-    const __m256i byte_of_bit = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-                                                  0x0101010101010101, 0x0000000000000000);
+    const __m256i byte_of_bit =
+        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000);
     __m256i bits = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), byte_of_bit);
     bits = _mm256_or_si256(bits, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));  // all but bit j%8 set
     const __m256i set = _mm256_cmpeq_epi8(bits, _mm256_set1_epi64x(-1));
@@ -102,7 +108,8 @@ ROWS_KERNEL(dot_q8_0, q8_0_row)
 // Q4_K (layout in quant.h): chunk c of qs holds sub-block 2c in its low
 // nibbles and 2c+1 in its high ones; maddubs pairs them with the activations
 // into int16 (|.| <= 2 * 15 * 128), madd applies the sub-block's scale.
-static inline __attribute__((always_inline)) void q4k_block(const void *wv, const block_q8_K *a, __m256i *lanes, __m128i *min_lanes) {
+static inline __attribute__((always_inline)) void q4k_block(const void *wv, const block_q8_K *a, __m256i *lanes,
+                                                            __m128i *min_lanes) {
     const block_q4_K *w = wv;
     const __m128i sm = q4k_scales_mins1(w->scales);
     *min_lanes = q4k_min_products(sm, a);
@@ -112,8 +119,8 @@ static inline __attribute__((always_inline)) void q4k_block(const void *wv, cons
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++) {
         const __m256i bits = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * c));
-        const __m256i p_lo = _mm256_maddubs_epi16(_mm256_and_si256(bits, low4),
-                                                  _mm256_loadu_si256((const __m256i *)(a->qs + 64 * c)));
+        const __m256i p_lo =
+            _mm256_maddubs_epi16(_mm256_and_si256(bits, low4), _mm256_loadu_si256((const __m256i *)(a->qs + 64 * c)));
         const __m256i p_hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bits, 4), low4),
                                                   _mm256_loadu_si256((const __m256i *)(a->qs + 64 * c + 32)));
         const __m256i s_lo = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)((4 * c + 1) << 8 | 4 * c)));
@@ -129,7 +136,8 @@ static inline __attribute__((always_inline)) void q4k_block(const void *wv, cons
 // unsigned (0..63, maddubs' unsigned side) and the -32 comes off at once:
 // the sub-blocks are the bsums' groups of 16, so it is 32 * sum_s sc[s] *
 // bsums[s] (|.| < 2^24: exact).
-static inline __attribute__((always_inline)) void q6k_block(const void *wv, const block_q8_K *a, __m256i *lanes, __m128i *min_lanes) {
+static inline __attribute__((always_inline)) void q6k_block(const void *wv, const block_q8_K *a, __m256i *lanes,
+                                                            __m128i *min_lanes) {
     const block_q6_K *w = wv;
     const __m256i low4 = _mm256_set1_epi8(15), bits45 = _mm256_set1_epi8(0x30);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
@@ -150,13 +158,16 @@ static inline __attribute__((always_inline)) void q6k_block(const void *wv, cons
         };
         // this half's eight scales (int16) in both 128-bit lanes (the
         // selector must be a literal for clang, so each half has its own)
-        const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11) : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+        const __m256i sch =
+            h ? _mm256_permute2x128_si256(sc16, sc16, 0x11) : _mm256_permute2x128_si256(sc16, sc16, 0x00);
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
-            const __m256i p = _mm256_maddubs_epi16(q[r], _mm256_loadu_si256((const __m256i *)(a->qs + 128 * h + 32 * r)));
+            const __m256i p =
+                _mm256_maddubs_epi16(q[r], _mm256_loadu_si256((const __m256i *)(a->qs + 128 * h + 32 * r)));
             // int16 lanes 0-7 belong to sub-block 2r of the half, lanes 8-15 to 2r + 1
-            const __m256i s = _mm256_shuffle_epi8(sch, _mm256_set_m128i(_mm_set1_epi16((short)((4 * r + 3) << 8 | (4 * r + 2))),
-                                                                        _mm_set1_epi16((short)((4 * r + 1) << 8 | 4 * r))));
+            const __m256i s =
+                _mm256_shuffle_epi8(sch, _mm256_set_m128i(_mm_set1_epi16((short)((4 * r + 3) << 8 | (4 * r + 2))),
+                                                          _mm_set1_epi16((short)((4 * r + 1) << 8 | 4 * r))));
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(s, p));
         }
     }
@@ -265,7 +276,8 @@ static void quantize_q8_K(const float *x, block_q8_K *y, int64_t n) {
                                                -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
     for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {
         __m256 m = _mm256_setzero_ps();
-        for (int j = 0; j < QK_K; j += 8) m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), m);  // NaN-blind
+        for (int j = 0; j < QK_K; j += 8)
+            m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), m);  // NaN-blind
         __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
         h = _mm_max_ps(h, _mm_movehl_ps(h, h));
         const float amax = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
@@ -319,14 +331,15 @@ static void attn_values(float *out, const float *w, const seam_f16 *v, int t0, i
         int d = 0;
         for (; d < vec; d += 8) {
             const __m256 prev = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + d);
-            _mm256_storeu_ps(acc + d, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + d))), pv, prev));
+            _mm256_storeu_ps(acc + d,
+                             _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + d))), pv, prev));
         }
         for (; d < head_dim; d++) acc[d] = fmaf(f16_to_f32(row[d]), p, first ? 0.0f : acc[d]);
     }
     // per d: 0 += 2, 1 += 3, 0 += 1 on each of the 16 lanes, then halves, quarters, pairs
     const float *a = scratch;
     const size_t hd = (size_t)head_dim;
-#define A(j, l) (a + ((j) * 16 + (l)) * hd + d)
+#define A(j, l) (a + ((j)*16 + (l)) * hd + d)
     int d = 0;
     for (; d < vec; d += 8) {
         __m256 x[16];
@@ -350,6 +363,79 @@ static void attn_values(float *out, const float *w, const seam_f16 *v, int t0, i
 #undef A
 }
 
+// ---------------------------------------------------------------------------
+// exp, softmax and SwiGLU (reference: exact_expf, exact_softmax, exact_swiglu
+// in src/exact.c, which transcribe llama.cpp's AVX-512 ggml_v_expf and the
+// softmax and SwiGLU built on it): the same fused multiply-adds, 8 lanes at
+// a time. _mm512_scalef_ps(j, n) has no AVX2 form; j * 2^n is formed in two
+// exact power-of-two steps instead (|n| <= 192, j near 1: the first product
+// stays normal, so only the second rounds, as scalef and ldexpf do).
+static inline __m256 expf8(__m256 x) {
+    const __m256 r = _mm256_set1_ps(0x1.8p23f);
+    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r), r);
+    const __m256 b =
+        _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+    const __m256i ni = _mm256_cvttps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, _mm256_set1_epi32(127)), 23));
+    const __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
+    const __m256 res = _mm256_mul_ps(_mm256_mul_ps(j, p1), p2);
+    // |n| > 192: 0 or infinity; NaN: n itself
+    const __m256 big = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(192), _CMP_GT_OQ);
+    const __m256 alt = _mm256_blendv_ps(_mm256_set1_ps(INFINITY), _mm256_setzero_ps(),
+                                        _mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ));
+    return _mm256_blendv_ps(_mm256_blendv_ps(res, alt, big), n, _mm256_cmp_ps(n, n, _CMP_UNORD_Q));
+}
+
+static void softmax(float *x, int t0, int t1, int n) {
+    __m256 m8 = _mm256_set1_ps(-INFINITY);
+    int t = t0;
+    for (; t + 8 <= t1; t += 8) m8 = _mm256_max_ps(_mm256_loadu_ps(x + t), m8);  // NaN-blind, as x > max
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(m8, 1), _mm256_castps256_ps128(m8));
+    m4 = _mm_max_ps(_mm_movehl_ps(m4, m4), m4);
+    float max = _mm_cvtss_f32(_mm_max_ss(_mm_movehdup_ps(m4), m4));
+    for (; t < t1; t++) max = x[t] > max ? x[t] : max;
+    double sum = 0.0;
+    const int n_vec = n & ~15;
+    for (int c = t0 / 16 * 16; c < t1 && c < n_vec; c += 16) {
+        __m256 half[2];
+        for (int h = 0; h < 2; h++) {
+            const int c8 = c + 8 * h;
+            const __m256i pos = _mm256_add_epi32(_mm256_set1_epi32(c8), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(t0), pos),
+                                                   _mm256_cmpgt_epi32(_mm256_set1_epi32(t1), pos));
+            const __m256 e = expf8(_mm256_sub_ps(_mm256_maskload_ps(x + c8, in), _mm256_set1_ps(max)));
+            half[h] = _mm256_and_ps(e, _mm256_castsi256_ps(in));  // a masked position is exp(-inf) = 0
+            _mm256_maskstore_ps(x + c8, in, half[h]);
+        }
+        // exact_reduce16: halves, quarters, pairs
+        const __m256 t3 = _mm256_add_ps(half[1], half[0]);
+        sum += (double)hsum4(_mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3)));
+    }
+    for (t = n_vec > t0 ? n_vec : t0; t < t1; t++) {
+        x[t] = expf(x[t] - max);
+        sum += (double)x[t];
+    }
+    const float scale = (float)(1.0 / sum);
+    for (t = t0; t < t1; t++) x[t] *= scale;
+}
+
+static void swiglu(float *gate, const float *up, int n) {
+    int i = 0;
+    for (; i + 15 < n; i += 16)
+        for (int h = i; h < i + 16; h += 8) {
+            const __m256 g = _mm256_loadu_ps(gate + h);
+            const __m256 e = expf8(_mm256_sub_ps(_mm256_setzero_ps(), g));
+            _mm256_storeu_ps(gate + h, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)),
+                                                     _mm256_loadu_ps(up + h)));
+        }
+    for (; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
 void cpu_kernels_fill_avx2(cpu_kernels *k) {
     k->name = "avx2";
     k->dot[GGML_TYPE_F32] = dot_f32;
@@ -362,4 +448,6 @@ void cpu_kernels_fill_avx2(cpu_kernels *k) {
     k->attn_values = attn_values;
     k->to_f16 = to_f16;
     k->quantize_q8_K = quantize_q8_K;
+    k->softmax = softmax;
+    k->swiglu = swiglu;
 }

@@ -3,20 +3,27 @@
 // after a run-time feature check). The other types keep their AVX2 kernels.
 //
 // Why a second set: decode streams Q4_K and Q6_K weights at the memory
-// bandwidth, and the AVX2 kernels need ~60-80 vector instructions per block
-// to keep up, barely faster than one core's share of DRAM. Here a 512-bit
-// register holds both nibble halves of a 32-byte chunk (or both runs of a
-// Q6_K pair) next to the 64 activations they multiply, and VNNI's dpwssd
-// applies the sub-block scales and accumulates in one instruction: about
-// half the instructions per block, so a core's compute stays well above
-// its share of the bandwidth.
+// bandwidth, and the AVX2 kernels, at ~13 (Q4_K) and ~17 (Q6_K) GB/s of
+// weights per core in cache, are barely faster than a core's ~10 GB/s share
+// of DRAM, so compute and memory stop overlapping. Here a 512-bit register
+// holds both nibble halves of a 32-byte chunk (or both runs of a Q6_K pair)
+// next to the 64 activations they multiply, VNNI's dpwssd applies the
+// sub-block scales and accumulates in one instruction, and Q4_K goes two
+// rows at a time (below). On the Xeon this was tuned on (2 cores, shared),
+// that is ~15 and ~18-23 GB/s per core in cache: only 10-25% more, since the
+// 512-bit multiplies issue on fewer ports. Decode on one thread gains ~7%;
+// on both cores, where DRAM is the limit, the two sets are level.
 //
-// Arithmetic as matvec_avx2.c: the same integer lanes per block, then
-// k_dot's float steps (simd_x86.h), bitwise seam_vec_dot.
 #include <stddef.h>
 
 #include "cpu/kernels.h"
 #include "cpu/simd_x86.h"
+
+// Scalar float steps must round as quant.c's do: no fusing (gcc's ISO mode
+// never fuses; clang does within an expression unless told not to).
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
 
 // 16 int32 lanes -> the 8 of the reference's layout: lane l of each 256-bit
 // half holds weights with (w % 32) / 4 == l, so the halves add lane by lane.
@@ -28,15 +35,16 @@ static inline __m256i fold_512(__m512i v) {
 // As a permutexvar index it spreads four scales over four runs of 8 int16
 // lanes (16 weights each); as a shift count, it shifts each run its own way.
 static inline __m512i spread4(int idx0, int idx1, int idx2, int idx3) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16((short)idx1),
-                                                                      _mm_set1_epi16((short)idx0))),
-                              _mm256_set_m128i(_mm_set1_epi16((short)idx3), _mm_set1_epi16((short)idx2)), 1);
+    return _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16((short)idx1), _mm_set1_epi16((short)idx0))),
+        _mm256_set_m128i(_mm_set1_epi16((short)idx3), _mm_set1_epi16((short)idx2)), 1);
 }
 
 // Q4_K: chunk c (32 bytes) is broadcast to both 256-bit halves and the upper
 // half shifted right by 4, so one register holds sub-block 2c (low nibbles)
 // then 2c+1 (high nibbles): the order of activations 64c..64c+63 in memory.
-static inline __attribute__((always_inline)) void q4k_block(const void *wv, const block_q8_K *a, __m256i *lanes, __m128i *min_lanes) {
+static inline __attribute__((always_inline)) void q4k_block(const void *wv, const block_q8_K *a, __m256i *lanes,
+                                                            __m128i *min_lanes) {
     const block_q4_K *w = wv;
     const __m128i sm = q4k_scales_mins1(w->scales);
     *min_lanes = q4k_min_products(sm, a);
@@ -60,7 +68,8 @@ static inline __attribute__((always_inline)) void q4k_block(const void *wv, cons
 // (64..127); qh, broadcast to both 256-bit halves, is shifted per half so
 // that each run's 2 bits land on bits 4-5. The -32 offset comes off through
 // the bsums, as in the AVX2 kernel.
-static inline __attribute__((always_inline)) void q6k_block(const void *wv, const block_q8_K *a, __m256i *lanes, __m128i *min_lanes) {
+static inline __attribute__((always_inline)) void q6k_block(const void *wv, const block_q8_K *a, __m256i *lanes,
+                                                            __m128i *min_lanes) {
     const block_q6_K *w = wv;
     const __m512i low4 = _mm512_set1_epi8(15), bits45 = _mm512_set1_epi8(0x30);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
@@ -72,8 +81,8 @@ static inline __attribute__((always_inline)) void q6k_block(const void *wv, cons
     for (int h = 0; h < 2; h++) {
         const __m512i ql = _mm512_loadu_si512(w->ql + 64 * h);
         const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w->qh + 32 * h)));
-        const __m512i q01 = _mm512_or_si512(_mm512_and_si512(ql, low4),
-                                            _mm512_and_si512(_mm512_sllv_epi16(qh, shl_01), bits45));
+        const __m512i q01 =
+            _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(_mm512_sllv_epi16(qh, shl_01), bits45));
         const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
                                             _mm512_and_si512(_mm512_srlv_epi16(qh, shr_23), bits45));
         const int8_t *a8 = a->qs + 128 * h;
@@ -112,8 +121,9 @@ static inline __attribute__((always_inline)) void q4k_block2(const block_q4_K *w
     __m512i acc = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++) {
-        const __m512i bits = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(wa->qs + 32 * c))),
-                                                _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c)), 1);
+        const __m512i bits =
+            _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(wa->qs + 32 * c))),
+                               _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c)), 1);
         const __m512i a_lo = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a->qs + 64 * c)));
         const __m512i a_hi = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a->qs + 64 * c + 32)));
         const __m512i p_lo = _mm512_maddubs_epi16(_mm512_and_si512(bits, low4), a_lo);
@@ -135,6 +145,7 @@ static void dot_q4_K(uint32_t type, const void *w, size_t row_bytes, int64_t n_r
     const uint8_t *base = w;
     const block_q8_K *a = act;
     const size_t used = (size_t)(n / QK_K) * sizeof(block_q4_K);
+    prefetch_start(base, n_rows, row_bytes, used);
     int64_t r = 0;
     for (; r + 2 <= n_rows; r += 2) {
         prefetch_row(base, r, n_rows, row_bytes, used);
@@ -155,8 +166,9 @@ static void dot_q4_K(uint32_t type, const void *w, size_t row_bytes, int64_t n_r
                                          _mm_setr_ps(a[b].d, -a[b].d, a[b].d, -a[b].d));
             acc = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread_ps(0, 2), _mm512_castps128_ps512(sc)),
                                   _mm512_cvtepi32_ps(lanes), acc);
-            acc_m = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(_mm256_castps128_ps256(sc), _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3)),
-                                    _mm256_cvtepi32_ps(min_lanes), acc_m);
+            acc_m = _mm256_fmadd_ps(
+                _mm256_permutevar8x32_ps(_mm256_castps128_ps256(sc), _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3)),
+                _mm256_cvtepi32_ps(min_lanes), acc_m);
         }
         out[r] = hsum8(_mm512_castps512_ps256(acc)) + hsum4(_mm256_castps256_ps128(acc_m));
         out[r + 1] = hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1))) +

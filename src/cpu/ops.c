@@ -1,5 +1,6 @@
-// ops.c — CPU operations: the threaded matvec over the kernels of
-// cpu/kernels.h, and the small per-token ops in scalar C.
+// ops.c — CPU operations: the threaded matvec and attention over the
+// kernels of cpu/kernels.h (chosen here by CPU feature), and the small
+// per-token ops.
 #include "cpu/ops.h"
 
 #include <math.h>
@@ -42,6 +43,8 @@ static void kernels_init(void) {
     k->attn_values = exact_attention_values;
     k->to_f16 = to_f16_ref;
     k->quantize_q8_K = seam_quantize_row_q8_K;
+    k->softmax = exact_softmax;
+    k->swiglu = exact_swiglu;
 #if defined(__x86_64__) && defined(__GNUC__)
     // F16C is read from cpuid: clang before 16 has no "f16c" for __builtin_cpu_supports.
     unsigned eax, ebx, ecx, edx;
@@ -155,7 +158,7 @@ void cpu_rope(float *vec, int n_heads, int head_dim, int rope_dim, int pos, floa
     }
 }
 
-void cpu_softmax(float *x, int n) { exact_softmax(x, 0, n, n); }
+void cpu_softmax(float *x, int n) { cpu_kernels_get()->softmax(x, 0, n, n); }
 
 void cpu_attention_head(float *out, const float *q, const seam_f16 *k_cache, const seam_f16 *v_cache, int t0,
                         int t1, int head_dim, int64_t stride, float scale, float *att, float *acc) {
@@ -166,7 +169,7 @@ void cpu_attention_head(float *out, const float *q, const seam_f16 *k_cache, con
     kern->dot[GGML_TYPE_F16](GGML_TYPE_F16, k_cache + (int64_t)t0 * stride, (size_t)stride * sizeof(seam_f16), t1 - t0,
                              q16, head_dim, att + t0);
     for (int t = t0; t < t1; t++) att[t] *= scale;
-    exact_softmax(att, t0, t1, (t1 + 15) / 16 * 16);
+    kern->softmax(att, t0, t1, (t1 + 15) / 16 * 16);
     kern->attn_values(out, att, v_cache, t0, t1, head_dim, stride, acc);
 }
 
@@ -213,7 +216,7 @@ void cpu_attention(seam_pool *pool, float *out, const float *q, const seam_f16 *
     pool_run(pool, attention_share, &job);
 }
 
-void cpu_swiglu(float *gate, const float *up, int n) { exact_swiglu(gate, up, n); }
+void cpu_swiglu(float *gate, const float *up, int n) { cpu_kernels_get()->swiglu(gate, up, n); }
 
 // GELU(tanh) of every f16 value, built once: ggml's table.
 static seam_f16 gelu_table[1 << 16];

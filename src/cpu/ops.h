@@ -15,8 +15,8 @@
 // out (w->rows) = W (w->rows, w->cols) @ x (w->cols). x is quantised once to
 // the weight type's activation format into `scratch`, which must hold
 // cpu_matvec_scratch_bytes(w->cols) bytes; then each row is one dot product
-// (the fastest kernel of cpu/kernels.h, bitwise seam_vec_dot for the quantised
-// types), rows shared out over the pool's threads (NULL: the calling thread).
+// (the fastest kernel of cpu/kernels.h, bitwise seam_vec_dot), rows shared
+// out over the pool's threads (NULL: the calling thread).
 // Bandwidth-bound: every weight byte is read once, straight from the mapping.
 void cpu_matvec(seam_pool *pool, const seam_tensor *w, const float *x, float *out, void *scratch);
 uint64_t cpu_matvec_scratch_bytes(int64_t cols);

@@ -28,10 +28,10 @@
 #endif
 
 // How long to spin before sleeping. A decode token's gaps between jobs
-// (norms, rope, attention on the caller) are microseconds; the gap between
-// tokens is the sampler's. 2^14 pauses is ~0.1 ms on recent Xeons (a pause
-// is ~140 cycles there) and less elsewhere: long enough to bridge a token's
-// gaps, short enough not to steal a shared core for long.
+// (norms, rope, softmax on the caller) are microseconds; the gap between
+// tokens is the sampler's. 2^14 pauses is ~1 ms on recent Xeons (a pause is
+// ~140 cycles there) and less elsewhere: long enough to bridge a token's
+// gaps, short enough not to hold a shared core for long once work stops.
 #define SPIN_LIMIT (1 << 14)
 #define YIELD_EVERY 64
 
@@ -40,10 +40,10 @@ struct seam_pool {
     pthread_t *workers;  // [n_threads - 1]; worker i runs share ith = i + 1
     seam_pool_fn fn;     // the current job
     void *ctx;
-    _Atomic uint32_t gen;           // bumped once per job; futex word for workers
-    _Atomic uint32_t pending;       // workers still running the current job; futex word for the caller
-    _Atomic int n_sleeping;         // workers in (or entering) futex_wait on gen
-    _Atomic int caller_sleeping;    // the caller is in (or entering) futex_wait on pending
+    _Atomic uint32_t gen;         // bumped once per job; futex word for workers
+    _Atomic uint32_t pending;     // workers still running the current job; futex word for the caller
+    _Atomic int n_sleeping;       // workers in (or entering) futex_wait on gen
+    _Atomic int caller_sleeping;  // the caller is in (or entering) futex_wait on pending
     _Atomic bool quit;
 };
 
@@ -60,8 +60,10 @@ typedef struct {
 // the core for its whole time slice while the job waits on the thread it
 // displaced.
 static inline void relax(int spin) {
-    if (spin % YIELD_EVERY == YIELD_EVERY - 1) sched_yield();
-    else cpu_relax();
+    if (spin % YIELD_EVERY == YIELD_EVERY - 1)
+        sched_yield();
+    else
+        cpu_relax();
 }
 
 static void futex_wait(_Atomic uint32_t *word, uint32_t expected) {
@@ -106,8 +108,7 @@ static void *worker_main(void *argp) {
         seen = g;
         if (atomic_load(&p->quit)) return NULL;
         p->fn(p->ctx, arg.ith, p->n_threads);
-        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping))
-            futex_wake_all(&p->pending);
+        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping)) futex_wake_all(&p->pending);
     }
 }
 
@@ -122,8 +123,8 @@ seam_pool *pool_create(int n_threads, seam_error *e) {
     // Pin only when every thread can have a CPU of its own; otherwise the
     // scheduler must be free to share them out.
     cpu_set_t allowed;
-    const bool pin = n_threads > 1 && !sched_getaffinity(0, sizeof allowed, &allowed) &&
-                     CPU_COUNT(&allowed) >= n_threads;
+    const bool pin =
+        n_threads > 1 && !sched_getaffinity(0, sizeof allowed, &allowed) && CPU_COUNT(&allowed) >= n_threads;
     p->n_threads = n_threads;
     for (int i = 1; i < n_threads; i++) {
         worker_arg *arg = malloc(sizeof *arg);
@@ -132,8 +133,7 @@ seam_pool *pool_create(int n_threads, seam_error *e) {
             free(arg);
             p->n_threads = i;  // the workers started so far
             pool_destroy(p);
-            return seam_fail(e, "cannot start thread %d of %d for the CPU pool (lower -t)", i + 1, n_threads),
-                   NULL;
+            return seam_fail(e, "cannot start thread %d of %d for the CPU pool (lower -t)", i + 1, n_threads), NULL;
         }
     }
     if (pin) pin_to(0);

@@ -53,10 +53,9 @@ static inline float hsum4(__m128 m) {
 static inline __m256i q4k_scales_mins(__m256i s) {
 #define LANES(...) _mm256_setr_epi8(__VA_ARGS__, __VA_ARGS__)
     const __m256i low_src = _mm256_shuffle_epi8(s, LANES(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
-    const __m256i low =
-        _mm256_or_si256(_mm256_and_si256(low_src, LANES(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
-                        _mm256_and_si256(_mm256_srli_epi16(low_src, 4),
-                                         LANES(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+    const __m256i low = _mm256_or_si256(
+        _mm256_and_si256(low_src, LANES(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+        _mm256_and_si256(_mm256_srli_epi16(low_src, 4), LANES(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
     const __m256i high_src = _mm256_shuffle_epi8(s, LANES(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
 #undef LANES
     const __m256i high = _mm256_and_si256(_mm256_srli_epi16(high_src, 2), _mm256_set1_epi8(0x30));  // bits 6-7 -> 4-5
@@ -98,8 +97,8 @@ static inline __m128 k_scales_dmin(const void *d_dmin, float da) {
 // quant.c): per block, acc += (da * d) * lanes and, for a type with mins
 // (their dmin the f16 after d), acc_m += (-da * dmin) * min_lanes; then the
 // pairwise sums.
-static inline __attribute__((always_inline)) float k_dot(k_block_fn block, size_t block_bytes, int d_off,
-                                                         bool mins, const void *w, const void *av, int64_t n) {
+static inline __attribute__((always_inline)) float k_dot(k_block_fn block, size_t block_bytes, int d_off, bool mins,
+                                                         const void *w, const void *av, int64_t n) {
     const block_q8_K *a = av;
     __m256 acc = _mm256_setzero_ps();
     __m128 acc_m = _mm_setzero_ps();
@@ -133,20 +132,37 @@ static inline __attribute__((always_inline)) float k_dot(k_block_fn block, size_
 // another thread's).
 #define PREFETCH_AHEAD 4096
 
+// Rows are prefetched this many rows ahead.
+static inline int64_t prefetch_distance(size_t row_bytes) {
+    return (int64_t)((PREFETCH_AHEAD + row_bytes - 1) / row_bytes);
+}
+
+static inline void prefetch_line_range(const uint8_t *from, size_t used) {
+    for (uintptr_t line = (uintptr_t)from & ~(uintptr_t)63; line < (uintptr_t)from + used; line += 64)
+        _mm_prefetch((const char *)line, _MM_HINT_T0);
+}
+
+// Before row r: the row prefetch_distance rows on, if there is one.
 static inline void prefetch_row(const uint8_t *base, int64_t r, int64_t n_rows, size_t row_bytes, size_t used) {
-    const int64_t ahead = r + (int64_t)((PREFETCH_AHEAD + row_bytes - 1) / row_bytes);
-    if (ahead >= n_rows) return;
-    const uintptr_t from = (uintptr_t)(base + (size_t)ahead * row_bytes);
-    for (uintptr_t line = from & ~(uintptr_t)63; line < from + used; line += 64) _mm_prefetch((const char *)line, _MM_HINT_T0);
+    const int64_t ahead = r + prefetch_distance(row_bytes);
+    if (ahead < n_rows) prefetch_line_range(base + (size_t)ahead * row_bytes, used);
+}
+
+// Before the first row: the rows the loop's own prefetches will not reach
+// (a thread's share of a matvec often starts cold, and a grab can be short).
+static inline void prefetch_start(const uint8_t *base, int64_t n_rows, size_t row_bytes, size_t used) {
+    const int64_t d = prefetch_distance(row_bytes);
+    for (int64_t r = 1; r < d && r < n_rows; r++) prefetch_line_range(base + (size_t)r * row_bytes, used);
 }
 
 typedef float (*row_dot_fn)(const void *w, const void *act, int64_t n);
 
 static inline __attribute__((always_inline)) void dot_rows(row_dot_fn dot, uint32_t type, const void *w,
-                                                           size_t row_bytes, int64_t n_rows, const void *act,
-                                                           int64_t n, float *out) {
+                                                           size_t row_bytes, int64_t n_rows, const void *act, int64_t n,
+                                                           float *out) {
     const uint8_t *base = w;
     const size_t used = (size_t)ggml_row_bytes(type, (uint64_t)n);
+    prefetch_start(base, n_rows, row_bytes, used);
     for (int64_t r = 0; r < n_rows; r++) {
         prefetch_row(base, r, n_rows, row_bytes, used);
         out[r] = dot(base + (size_t)r * row_bytes, act, n);
@@ -154,9 +170,9 @@ static inline __attribute__((always_inline)) void dot_rows(row_dot_fn dot, uint3
 }
 
 // The cpu_dot_fn of a one-row dot.
-#define ROWS_KERNEL(name, row_dot)                                                                            \
-    static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,           \
-                     int64_t n, float *out) {                                                                    \
+#define ROWS_KERNEL(name, row_dot)                                                                               \
+    static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act, int64_t n, \
+                     float *out) {                                                                               \
         dot_rows(row_dot, type, w, row_bytes, n_rows, act, n, out);                                              \
     }
 
