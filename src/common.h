@@ -37,6 +37,11 @@ static inline int seam_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
     return 0;
 }
 
+// x rounded up to a multiple of alignment (not zero).
+static inline uint64_t seam_align_up(uint64_t x, uint64_t alignment) {
+    return (x + alignment - 1) / alignment * alignment;
+}
+
 // Monotonic wall clock in seconds.
 double seam_now(void);
 

@@ -125,6 +125,11 @@ typedef struct {
     const void *data;   // mapping + data_offset + offset
 } gguf_tensor;
 
+// Checks a tensor's shape (n_dims, ne) against its type and fills n_elems
+// and n_bytes, with overflow checks. The reason goes to why, without the file
+// and tensor, which the caller adds. Shared by the reader and the writer.
+int gguf_tensor_size(gguf_tensor *t, seam_error *why);
+
 typedef struct {
     const uint8_t *base;  // the file's bytes (mapping, or caller's buffer)
     uint64_t size;

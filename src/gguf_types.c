@@ -2,6 +2,8 @@
 // so that the reader can validate files whose types seam does not compute.
 #include "gguf.h"
 
+#include "gguf_format.h"
+
 typedef struct {
     const char *name;
     uint32_t block_elems;
@@ -43,4 +45,26 @@ uint64_t ggml_row_bytes(uint32_t type, uint64_t n) {
     uint32_t be, bb;
     if (!ggml_type_layout(type, &be, &bb)) return 0;
     return n / be * bb;
+}
+
+int gguf_tensor_size(gguf_tensor *t, seam_error *why) {
+    if (gguf_check_dims(t->n_dims, why)) return -1;
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < t->n_dims; d++) {
+        if (t->ne[d] == 0) return seam_fail(why, "dimension %u is zero", d);
+        if (seam_mul_u64(n, t->ne[d], &n))
+            return seam_fail(why, "element count overflows at dimension %u (%llu)", d, (ull)t->ne[d]);
+    }
+    uint32_t block_elems, block_bytes;
+    if (!ggml_type_layout(t->type, &block_elems, &block_bytes))
+        return seam_fail(why, "unknown tensor type %u", t->type);
+    if (t->ne[0] % block_elems != 0)
+        return seam_fail(why, "row length %llu is not a multiple of %u, the block size of %s",
+                         (ull)t->ne[0], block_elems, ggml_type_name(t->type));
+    uint64_t row_bytes;
+    if (seam_mul_u64(t->ne[0] / block_elems, block_bytes, &row_bytes) ||
+        seam_mul_u64(row_bytes, n / t->ne[0], &t->n_bytes))
+        return seam_fail(why, "byte size overflows (%llu elements of %s)", (ull)n, ggml_type_name(t->type));
+    t->n_elems = n;
+    return 0;
 }
