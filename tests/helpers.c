@@ -36,6 +36,18 @@ int test_write_file(const char *path, const void *data, size_t size) {
     return (fclose(f) == 0 && w == size) ? 0 : -1;
 }
 
+uint32_t test_bits_of(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+float test_float_of(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 uint64_t test_rng_next(uint64_t *s) {  // splitmix64
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

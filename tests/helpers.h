@@ -13,6 +13,10 @@ const char *test_path(const char *name);
 uint8_t *test_read_file(const char *path, size_t *size);
 int test_write_file(const char *path, const void *data, size_t size);
 
+// The bits of a float, and the float of some bits.
+uint32_t test_bits_of(float f);
+float test_float_of(uint32_t u);
+
 // Deterministic pseudo-random numbers for test data.
 uint64_t test_rng_next(uint64_t *state);
 float test_rng_uniform(uint64_t *state);  // [-1, 1)

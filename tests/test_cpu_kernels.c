@@ -21,17 +21,6 @@
 #include "helpers.h"
 #include "quant.h"
 
-static uint32_t bits_of(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 // A finite f16 scale of random sign and magnitude around 2^-8..2^0.
 static seam_f16 random_scale(uint64_t *rng) {
@@ -136,8 +125,8 @@ static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, ui
     ref->dot[type](type, w, row_bytes, ROWS, a, n, want);
     for (int r = 0; r < ROWS; r++) {
         const void *row = w + r * row_bytes;
-        cr_assert(bits_of(want[r]) == bits_of(seam_vec_dot(type, row, a, n)), "the scalar set is seam_vec_dot");
-        cr_assert(bits_of(got[r]) == bits_of(want[r]),
+        cr_assert(test_bits_of(want[r]) == test_bits_of(seam_vec_dot(type, row, a, n)), "the scalar set is seam_vec_dot");
+        cr_assert(test_bits_of(got[r]) == test_bits_of(want[r]),
                   "%s (%s) n=%ld row %d: %.9g vs reference %.9g, not bitwise equal", ggml_type_name(type), fast->name,
                   (long)n, r, got[r], want[r]);
     }
@@ -202,7 +191,7 @@ Test(kernels, attn_values_bitwise) {
                 for (int k = 0; k < 64 * head_dim; k++) scratch[k] = NAN;  // no reliance on what scratch held
                 sets[i]->attn_values(got, w, v, t0, t1, head_dim, stride, scratch);
                 for (int d = 0; d < head_dim; d++)
-                    cr_assert(bits_of(got[d]) == bits_of(want[d]),
+                    cr_assert(test_bits_of(got[d]) == test_bits_of(want[d]),
                               "attn_values (%s) head_dim %d [%d, %d): out[%d] = %.9g, want %.9g", sets[i]->name,
                               head_dim, t0, t1, d, got[d], want[d]);
             }
@@ -221,7 +210,7 @@ Test(kernels, to_f16_bitwise) {
     for (int i = 0; i < 203; i++) {
         const uint32_t u = (uint32_t)test_rng_next(&rng);
         x[i] = i % 3 ? ldexpf(test_rng_normal(&rng), (int)(u % 48) - 30)
-                     : float_of(u);  // any bits: NaNs, infs, subnormals
+                     : test_float_of(u);  // any bits: NaNs, infs, subnormals
     }
     x[5] = 65520.0f, x[6] = 0x1p-25f, x[7] = 1.0f + 0x1p-11f, x[8] = NAN, x[9] = -NAN;
     for (int n = 0; n <= 203; n += 29) {
@@ -380,7 +369,7 @@ Test(matvec, pool_sizes_agree_with_reference) {
                     float want;
                     cpu_kernels_get()->dot[w.type](w.type, (const uint8_t *)w.data + r * w.row_bytes, w.row_bytes, 1,
                                                    act, w.cols, &want);
-                    cr_assert(bits_of(out[r]) == bits_of(want), "%s %ldx%ld, %d threads: row %ld = %.9g, want %.9g",
+                    cr_assert(test_bits_of(out[r]) == test_bits_of(want), "%s %ldx%ld, %d threads: row %ld = %.9g, want %.9g",
                               ggml_type_name(w.type), (long)w.rows, (long)w.cols, nth, (long)r, out[r], want);
                 }
             }

@@ -11,23 +11,12 @@
 #include "helpers.h"
 #include "quant.h"
 
-static uint32_t bits_of(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 // Bitwise equal, or both nan with the same sign (a nan's payload is the
 // converter's choice).
 static bool same_float(float a, float b) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) && signbit(a) == signbit(b);
-    return bits_of(a) == bits_of(b);
+    return test_bits_of(a) == test_bits_of(b);
 }
 
 static void put_f16(uint8_t *p, float f) {
@@ -77,10 +66,10 @@ Test(f16, edge_cases) {
     }
     cr_assert_eq(seam_f32_to_f16(NAN) & 0x7fff, 0x7e00, "nan stays a quiet nan");
     cr_assert_eq(seam_f32_to_f16(-NAN), 0xfe00);
-    cr_assert_eq(seam_f32_to_f16(float_of(0x7f800001)), 0x7e00, "a nan with a low payload stays nan");
-    cr_assert_eq(bits_of(seam_f16_to_f32(0x0001)), bits_of(0x1p-24f));
-    cr_assert_eq(bits_of(seam_f16_to_f32(0x03ff)), bits_of(0x1.ff8p-15f));
-    cr_assert_eq(bits_of(seam_f16_to_f32(0xfc00)), bits_of(-INFINITY));
+    cr_assert_eq(seam_f32_to_f16(test_float_of(0x7f800001)), 0x7e00, "a nan with a low payload stays nan");
+    cr_assert_eq(test_bits_of(seam_f16_to_f32(0x0001)), test_bits_of(0x1p-24f));
+    cr_assert_eq(test_bits_of(seam_f16_to_f32(0x03ff)), test_bits_of(0x1.ff8p-15f));
+    cr_assert_eq(test_bits_of(seam_f16_to_f32(0xfc00)), test_bits_of(-INFINITY));
 }
 
 Test(f16, every_half_round_trips) {
@@ -120,8 +109,8 @@ Test(bf16, edge_cases) {
         {0x7f800001, 0x7fc0}, {0xffc00001, 0xffc0},  // nan stays nan, made quiet
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cr_assert_eq(seam_f32_to_bf16(float_of(cases[i].f)), cases[i].h, "f32_to_bf16(0x%08x) = 0x%04x, want 0x%04x",
-                     cases[i].f, seam_f32_to_bf16(float_of(cases[i].f)), cases[i].h);
+        cr_assert_eq(seam_f32_to_bf16(test_float_of(cases[i].f)), cases[i].h, "f32_to_bf16(0x%08x) = 0x%04x, want 0x%04x",
+                     cases[i].f, seam_f32_to_bf16(test_float_of(cases[i].f)), cases[i].h);
     }
     for (uint32_t h = 0; h < 0x10000; h++) {
         float f = seam_bf16_to_f32((seam_bf16)h);
@@ -372,7 +361,7 @@ Test(oracle, decoders_match_gguf_package) {
         cr_assert_eq(seam_dequantize_row(o->type, o->bytes, y, o->n), 0, "%s", name);
         for (uint32_t i = 0; i < o->n; i++) {
             cr_assert(same_float(y[i], o->values[i]), "%s value %u: seam %a (0x%08x), oracle %a (0x%08x)", name, i,
-                      y[i], bits_of(y[i]), o->values[i], bits_of(o->values[i]));
+                      y[i], test_bits_of(y[i]), o->values[i], test_bits_of(o->values[i]));
         }
         seen |= 1ull << o->type;
         free(y);
