@@ -7,6 +7,7 @@
 
 #include "cpu/ops.h"
 #include "gpu_segment.h"
+#include "prefill.h"
 
 uint64_t engine_kv_bytes(const seam_config *c, int n_ctx) {
     return 2ull * (uint64_t)c->n_layers * (uint64_t)n_ctx * (uint64_t)c->n_kv_heads *
@@ -104,6 +105,20 @@ static void head_norm(float *vec, int n_heads, int head_dim, const seam_tensor *
     }
 }
 
+void engine_qk_prepare(seam_engine *eng, const seam_layer_weights *l, float *q, float *k, float *v) {
+    const seam_config *c = &eng->model->cfg;
+    const int kv_dim = c->n_kv_heads * c->head_dim;
+    if (c->qkv_bias) {
+        add_bias(q, &l->bq, c->n_heads * c->head_dim);
+        add_bias(k, &l->bk, kv_dim);
+        add_bias(v, &l->bv, kv_dim);
+    }
+    if (c->qk_norm) {
+        head_norm(q, c->n_heads, c->head_dim, &l->q_norm, c->rms_eps);
+        head_norm(k, c->n_kv_heads, c->head_dim, &l->k_norm, c->rms_eps);
+    }
+}
+
 static void attention_block(seam_engine *eng, const seam_layer_weights *l, int il, int pos) {
     const seam_config *c = &eng->model->cfg;
     seam_state *s = &eng->s;
@@ -115,15 +130,7 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
     cpu_matvec(eng->pool, &l->wq, s->xb, s->q, s->act);
     cpu_matvec(eng->pool, &l->wk, s->xb, s->k, s->act);
     cpu_matvec(eng->pool, &l->wv, s->xb, s->v, s->act);
-    if (c->qkv_bias) {
-        add_bias(s->q, &l->bq, c->n_heads * c->head_dim);
-        add_bias(s->k, &l->bk, kv_dim);
-        add_bias(s->v, &l->bv, kv_dim);
-    }
-    if (c->qk_norm) {
-        head_norm(s->q, c->n_heads, c->head_dim, &l->q_norm, c->rms_eps);
-        head_norm(s->k, c->n_kv_heads, c->head_dim, &l->k_norm, c->rms_eps);
-    }
+    engine_qk_prepare(eng, l, s->q, s->k, s->v);
     const bool swa = c->layer_swa[il];
     const float base = swa ? c->rope_base_swa : c->rope_base;
     const float freq_scale = swa ? 1.0f : c->rope_scale;
@@ -159,14 +166,9 @@ static void moe_block(seam_engine *eng, const seam_layer_weights *l) {
     seam_state *s = &eng->s;
     const int k = c->n_expert_used;
     cpu_matvec(eng->pool, &l->ffn_gate_inp, s->xb, s->router, s->act);
-    cpu_softmax(s->router, c->n_expert);
     int chosen[k];
     float weight[k];
-    cpu_top_k(s->router, c->n_expert, k, chosen);
-    double sum = 0.0;
-    for (int j = 0; j < k; j++) sum += weight[j] = s->router[chosen[j]];
-    const float norm = sum > 6.103515625e-5 ? (float)sum : 6.103515625e-5f;
-    for (int j = 0; j < k; j++) weight[j] /= norm;
+    engine_route(c, s->router, chosen, weight);
 
     for (int j = 0; j < k; j++) {
         const int64_t e = chosen[j];
@@ -180,6 +182,16 @@ static void moe_block(seam_engine *eng, const seam_layer_weights *l) {
         for (int i = 0; i < c->n_embd; i++) s->moe[i] = j ? s->moe[i] + s->xb2[i] * weight[j] : s->xb2[i] * weight[j];
     }
     for (int i = 0; i < c->n_embd; i++) s->x[i] += s->moe[i];
+}
+
+void engine_route(const seam_config *c, float *router, int *chosen, float *weight) {
+    const int k = c->n_expert_used;
+    cpu_softmax(router, c->n_expert);
+    cpu_top_k(router, c->n_expert, k, chosen);
+    double sum = 0.0;
+    for (int j = 0; j < k; j++) sum += weight[j] = router[chosen[j]];
+    const float norm = sum > 6.103515625e-5 ? (float)sum : 6.103515625e-5f;
+    for (int j = 0; j < k; j++) weight[j] /= norm;
 }
 
 static void ffn_block(seam_engine *eng, const seam_layer_weights *l) {
@@ -199,6 +211,22 @@ static void ffn_block(seam_engine *eng, const seam_layer_weights *l) {
     for (int i = 0; i < c->n_embd; i++) s->x[i] += s->xb2[i];
 }
 
+void engine_embed(seam_engine *eng, int token, float *x) {
+    const seam_config *c = &eng->model->cfg;
+    const seam_tensor *emb = &eng->model->w.tok_embd;
+    seam_dequantize_row(emb->type, (const uint8_t *)emb->data + (uint64_t)token * emb->row_bytes, x, c->n_embd);
+    if (c->embd_scale != 1.0f) cpu_scale(x, c->embd_scale, c->n_embd);
+}
+
+void engine_head(seam_engine *eng) {
+    const seam_config *c = &eng->model->cfg;
+    seam_state *s = &eng->s;
+    cpu_rmsnorm(s->x, s->x, eng->model->w.output_norm.data, c->n_embd, c->rms_eps);
+    cpu_matvec(eng->pool, &eng->model->w.output, s->x, s->logits, s->act);
+    if (c->logit_softcap > 0.0f)
+        for (int i = 0; i < c->n_vocab; i++) s->logits[i] = c->logit_softcap * tanhf(s->logits[i] / c->logit_softcap);
+}
+
 static int forward(seam_engine *eng, int token, int pos, bool prefill, float **logits, seam_error *e) {
     const seam_model *m = eng->model;
     const seam_config *c = &m->cfg;
@@ -210,11 +238,7 @@ static int forward(seam_engine *eng, int token, int pos, bool prefill, float **l
     seam_token_time tt = {.token = eng->n_run++, .pos = pos, .prefill = prefill};
     const double t_start = seam_now();
 
-    // the token's embedding row, dequantised
-    const seam_tensor *emb = &m->w.tok_embd;
-    seam_dequantize_row(emb->type, (const uint8_t *)emb->data + (uint64_t)token * emb->row_bytes,
-                        s->x, c->n_embd);
-    if (c->embd_scale != 1.0f) cpu_scale(s->x, c->embd_scale, c->n_embd);
+    engine_embed(eng, token, s->x);
 
     // layers 0..gpu_layers-1 on the GPU (the hidden state crosses there and
     // back, or the logits come back when the head runs there too)
@@ -231,13 +255,7 @@ static int forward(seam_engine *eng, int token, int pos, bool prefill, float **l
     tt.segment_us[SEG_CPU] = 1e6 * (t_head - t_layers);
 
     // final norm and the output head
-    if (!eng->head_on_gpu) {
-        cpu_rmsnorm(s->x, s->x, m->w.output_norm.data, c->n_embd, c->rms_eps);
-        cpu_matvec(eng->pool, &m->w.output, s->x, s->logits, s->act);
-        if (c->logit_softcap > 0.0f)
-            for (int i = 0; i < c->n_vocab; i++)
-                s->logits[i] = c->logit_softcap * tanhf(s->logits[i] / c->logit_softcap);
-    }
+    if (!eng->head_on_gpu) engine_head(eng);
     *logits = s->logits;
     const double t_end = seam_now();
     tt.segment_us[SEG_HEAD] = 1e6 * (t_end - t_head);
@@ -252,6 +270,20 @@ int engine_forward(seam_engine *eng, int token, int pos, float **logits, seam_er
 }
 
 int engine_prefill(seam_engine *eng, const int *tokens, int n, int pos0, float **logits, seam_error *e) {
+    // all on the CPU: in batches, the head once, on the last token
+    if (!eng->gpu && n > 1) {
+        const seam_config *c = &eng->model->cfg;
+        for (int i = 0; i < n; i++)
+            if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
+                return seam_fail(e, "token id %d is outside the vocabulary (0..%d)", tokens[i], c->n_vocab - 1);
+        if (pos0 < 0 || pos0 + n > eng->n_ctx)
+            return seam_fail(e, "positions %d..%d pass the context of %d tokens (raise -c)", pos0, pos0 + n - 1,
+                             eng->n_ctx);
+        if (cpu_prefill(eng, tokens, n, pos0, e)) return -1;
+        engine_head(eng);
+        *logits = eng->s.logits;
+        return 0;
+    }
     for (int i = 0; i < n; i++)
         if (forward(eng, tokens[i], pos0 + i, true, logits, e)) return -1;
     return 0;

@@ -91,8 +91,11 @@ typedef struct {
     const uint8_t *w;  // (n_rows, row_bytes)
     uint64_t row_bytes;
     int64_t n_rows, cols, min_rows;
-    const void *act;   // x quantised
-    float *out;        // (n_rows)
+    const uint8_t *act;  // (n, act_stride): the inputs quantised
+    uint64_t act_stride;
+    float *out;          // (n, ldo)
+    int64_t ldo;
+    int n;
     _Atomic int64_t next_row;
 } matvec_job;
 
@@ -107,22 +110,35 @@ static void matvec_share(void *ctx, int ith, int nth) {
             take = (take + 1) & ~(int64_t)1;  // even: the AVX-512 Q4_K kernel takes rows in pairs
             if (take > left) take = left;
         } while (!atomic_compare_exchange_weak(&j->next_row, &r0, r0 + take));
-        j->dot(j->type, j->w + (uint64_t)r0 * j->row_bytes, j->row_bytes, take, j->act, j->cols, j->out + r0);
+        // every input against this grab of rows while they are in cache
+        for (int b = 0; b < j->n; b++)
+            j->dot(j->type, j->w + (uint64_t)r0 * j->row_bytes, j->row_bytes, take, j->act + b * j->act_stride,
+                   j->cols, j->out + b * j->ldo + r0);
     }
 }
 
-void cpu_matvec(seam_pool *pool, const seam_tensor *w, const float *x, float *out, void *scratch) {
+void cpu_matmul(seam_pool *pool, const seam_tensor *w, const float *x, int64_t ldx, float *out, int64_t ldo, int n,
+                void *scratch) {
     const cpu_kernels *kern = cpu_kernels_get();
     const uint32_t act_type = seam_vec_dot_type(w->type);
-    if (act_type == GGML_TYPE_Q8_K) kern->quantize_q8_K(x, scratch, w->cols);
-    else seam_quantize_activation(act_type, x, scratch, w->cols);
+    const uint64_t stride = cpu_matvec_scratch_bytes(w->cols);
+    for (int b = 0; b < n; b++) {
+        void *act = (uint8_t *)scratch + b * stride;
+        if (act_type == GGML_TYPE_Q8_K) kern->quantize_q8_K(x + b * ldx, act, w->cols);
+        else seam_quantize_activation(act_type, x + b * ldx, act, w->cols);
+    }
     // the smallest grab: ~16 KiB, a couple of microseconds of reading
     int64_t min_rows = (int64_t)((16u << 10) / (w->row_bytes ? w->row_bytes : 1));
     matvec_job job = {
         .dot = kern->dot[w->type], .type = w->type, .w = w->data, .row_bytes = w->row_bytes,
-        .n_rows = w->rows, .cols = w->cols, .min_rows = min_rows > 1 ? min_rows : 1, .act = scratch, .out = out,
+        .n_rows = w->rows, .cols = w->cols, .min_rows = min_rows > 1 ? min_rows : 1, .act = scratch,
+        .act_stride = stride, .out = out, .ldo = ldo, .n = n,
     };
     pool_run(pool, matvec_share, &job);
+}
+
+void cpu_matvec(seam_pool *pool, const seam_tensor *w, const float *x, float *out, void *scratch) {
+    cpu_matmul(pool, w, x, 0, out, 0, 1, scratch);
 }
 
 void cpu_rmsnorm(float *out, const float *x, const float *weight, int n, float eps) {

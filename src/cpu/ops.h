@@ -21,6 +21,14 @@
 void cpu_matvec(seam_pool *pool, const seam_tensor *w, const float *x, float *out, void *scratch);
 uint64_t cpu_matvec_scratch_bytes(int64_t cols);
 
+// out[b] (w->rows) = W @ x[b] for b < n; x (n, ldx), out (n, ldo). Each input
+// is quantised into scratch (n * cpu_matvec_scratch_bytes(w->cols)); each
+// grab of weight rows then meets every input while it is in cache, so a batch
+// reads the weights once. Every (row, input) dot is the matvec's own:
+// cpu_matvec is n = 1.
+void cpu_matmul(seam_pool *pool, const seam_tensor *w, const float *x, int64_t ldx, float *out, int64_t ldo, int n,
+                void *scratch);
+
 // out = x / rms(x) * weight, as ggml_rms_norm then ggml_mul: the sum of
 // squares in double, the scale in float.
 void cpu_rmsnorm(float *out, const float *x, const float *weight, int n, float eps);

@@ -1,0 +1,23 @@
+// prefill.h — a prompt through the CPU layers in batches (prefill.c), and
+// the pieces of the forward pass that decode (engine.c) and prefill share.
+#ifndef SEAM_PREFILL_H
+#define SEAM_PREFILL_H
+
+#include "engine.h"
+
+// Runs n prompt tokens at positions pos0.. through every layer on the CPU,
+// filling the KV cache; leaves the last token's hidden state in eng->s.x.
+int cpu_prefill(seam_engine *eng, const int *tokens, int n, int pos0, seam_error *e);
+
+// Shared with engine.c:
+// x (n_embd) = the token's embedding row, dequantised and scaled.
+void engine_embed(seam_engine *eng, int token, float *x);
+// q, k, v just projected: biases (qwen2) and per-head norms (qwen3, gemma3).
+void engine_qk_prepare(seam_engine *eng, const seam_layer_weights *l, float *q, float *k, float *v);
+// router (n_expert) logits in, probabilities out; the top k experts by rank
+// and their renormalised weights.
+void engine_route(const seam_config *c, float *router, int *chosen, float *weight);
+// The output norm and head on eng->s.x, into eng->s.logits.
+void engine_head(seam_engine *eng);
+
+#endif
