@@ -463,12 +463,10 @@ static int cmd_chat(const options *o) {
             break;
         }
         const double t0 = seam_now();
-        for (int i = 0; i < n_ids; i++)
-            if (engine_forward(&ss.eng, ids[i], pos++, &logits, &err)) {
-                free(ids);
-                goto fail;
-            }
+        const int prefilled = engine_prefill(&ss.eng, ids, n_ids, pos, &logits, &err);
         free(ids);
+        if (prefilled) goto fail;
+        pos += n_ids;
         const double t_prefill = seam_now() - t0;
         const int pos_before = pos;
         const double t1 = seam_now();
@@ -478,12 +476,11 @@ static int cmd_chat(const options *o) {
                 turn, n_ids, t_prefill, pos_before - n_ids, pos - pos_before, seam_now() - t1);
         // close the model's turn in the cache, so the next turn follows it
         if (tokenizer_encode(ss.tok, tpl->turn_end, strlen(tpl->turn_end), false, true, &ids, &n_ids, &err)) goto fail;
-        for (int i = 0; i < n_ids && pos < o->n_ctx; i++)
-            if (engine_forward(&ss.eng, ids[i], pos++, &logits, &err)) {
-                free(ids);
-                goto fail;
-            }
+        if (pos + n_ids > o->n_ctx) n_ids = o->n_ctx - pos;  // the next turn will say the context is full
+        const int closed = n_ids > 0 ? engine_prefill(&ss.eng, ids, n_ids, pos, &logits, &err) : 0;
         free(ids);
+        if (closed) goto fail;
+        pos += n_ids;
     }
     rc = 0;
     goto done;
