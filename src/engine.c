@@ -147,9 +147,9 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
 
     // each query head attends over positions t0..pos of its KV head (a sliding
     // layer sees only the last n_swa of them)
-    const int t0 = swa && pos + 1 > c->n_swa ? pos + 1 - c->n_swa : 0;
-    cpu_attention(eng->pool, s->xb, s->q, kc, vc, c->n_heads, c->n_kv_heads, c->head_dim, t0, pos + 1, c->kq_scale,
-                  s->att, cpu_attention_scratch_floats(eng->n_ctx, c->head_dim));
+    const int t0 = swa && pos + 1 > c->n_swa ? pos + 1 - c->n_swa : 0, t1 = pos + 1;
+    cpu_attention(eng->pool, 1, s->xb, 0, s->q, 0, kc, vc, c->n_heads, c->n_kv_heads, c->head_dim, &t0, &t1,
+                  c->kq_scale, s->att, cpu_attention_scratch_floats(eng->n_ctx, c->head_dim));
 
     // output projection (gemma3 norms it), back into the residual stream
     cpu_matvec(eng->pool, &l->wo, s->xb, s->xb2, s->act);

@@ -15,7 +15,7 @@
 
 #include "cpu/ops.h"
 
-#define BATCH 32  // tokens a layer takes at once: enough to turn reading weights into reuse
+#define BATCH 64  // tokens a layer takes at once: enough to turn reading weights into reuse
 
 typedef struct {
     int n;                   // tokens in this batch
@@ -67,43 +67,104 @@ static int batch_alloc(batch *b, const seam_config *c, seam_error *e) {
     return 0;
 }
 
-static void add_rows(float *x, const float *y, int n, int dim) {
-    for (int i = 0; i < n * dim; i++) x[i] += y[i];
+// A step each token of the batch takes alone -- norms, RoPE, the residual
+// adds, the FFN's activation -- with the batch's tokens shared out over the
+// pool, so that the other cores do not wait while one does it.
+typedef void (*token_step_fn)(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t);
+
+typedef struct {
+    token_step_fn step;
+    seam_engine *eng;
+    batch *b;
+    const seam_layer_weights *l;
+    int il, pos0;
+} token_job;
+
+static void token_share(void *ctx, int ith, int nth) {
+    const token_job *j = ctx;
+    for (int t = ith; t < j->b->n; t += nth) j->step(j->eng, j->b, j->l, j->il, j->pos0 + t, t);
 }
 
-// engine.c's attention_block, for the batch's tokens at positions pos0.. .
+static void each_token(token_step_fn step, seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos0) {
+    token_job job = {step, eng, b, l, il, pos0};
+    pool_run(eng->pool, token_share, &job);
+}
+
+static void attn_norm(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t) {
+    (void)il, (void)pos;
+    const seam_config *c = &eng->model->cfg;
+    cpu_rmsnorm(b->xb + t * b->wide, b->x + t * c->n_embd, l->attn_norm.data, c->n_embd, c->rms_eps);
+}
+
+// q and k of token t made ready (biases, norms, RoPE at its position); its
+// k and v join the cache.
+static void qk_rope(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t) {
+    const seam_config *c = &eng->model->cfg;
+    const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    const bool swa = c->layer_swa[il];
+    const float base = swa ? c->rope_base_swa : c->rope_base, freq_scale = swa ? 1.0f : c->rope_scale;
+    float *q = b->q + t * q_dim, *k = b->k + t * kv_dim, *v = b->v + t * kv_dim;
+    engine_qk_prepare(eng, l, q, k, v);
+    cpu_rope(q, c->n_heads, c->head_dim, c->rope_dim, pos, base, freq_scale, c->rope_neox);
+    cpu_rope(k, c->n_kv_heads, c->head_dim, c->rope_dim, pos, base, freq_scale, c->rope_neox);
+    if (c->q_scale != 1.0f) cpu_scale(q, c->q_scale, q_dim);
+    const size_t row = ((size_t)il * eng->n_ctx + (size_t)pos) * kv_dim;
+    cpu_to_f16(eng->s.key_cache + row, k, kv_dim);
+    cpu_to_f16(eng->s.value_cache + row, v, kv_dim);
+}
+
+// A block's output (xb2; gemma3 norms it) into the residual stream.
+static void add_block(seam_engine *eng, batch *b, const float *post_norm, int t) {
+    const seam_config *c = &eng->model->cfg;
+    float *y = b->xb2 + t * c->n_embd, *x = b->x + t * c->n_embd;
+    if (c->post_norms) cpu_rmsnorm(y, y, post_norm, c->n_embd, c->rms_eps);
+    for (int i = 0; i < c->n_embd; i++) x[i] += y[i];
+}
+
+// The attention's output joins the residual; the FFN's input is normed.
+static void attn_out_ffn_norm(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t) {
+    (void)il, (void)pos;
+    const seam_config *c = &eng->model->cfg;
+    add_block(eng, b, l->attn_post_norm.data, t);
+    cpu_rmsnorm(b->xb + t * b->wide, b->x + t * c->n_embd, l->ffn_norm.data, c->n_embd, c->rms_eps);
+}
+
+static void ffn_act(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t) {
+    (void)l, (void)il, (void)pos;
+    const seam_config *c = &eng->model->cfg;
+    float *gate = b->hb + (size_t)t * c->n_ff, *up = b->hb2 + (size_t)t * c->n_ff;
+    if (c->ffn_gelu) cpu_geglu(gate, up, c->n_ff);
+    else cpu_swiglu(gate, up, c->n_ff);
+}
+
+static void ffn_out(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t) {
+    (void)il, (void)pos;
+    add_block(eng, b, l->ffn_post_norm.data, t);
+}
+
+// engine.c's attention_block, for the batch's tokens at positions pos0..,
+// ending with the FFN's normed input in xb.
 static void attention(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos0) {
     const seam_config *c = &eng->model->cfg;
     seam_state *s = &eng->s;
     const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim, n = b->n;
-    const bool swa = c->layer_swa[il];
-    const float base = swa ? c->rope_base_swa : c->rope_base, freq_scale = swa ? 1.0f : c->rope_scale;
-    for (int t = 0; t < n; t++)
-        cpu_rmsnorm(b->xb + t * b->wide, b->x + t * c->n_embd, l->attn_norm.data, c->n_embd, c->rms_eps);
+    each_token(attn_norm, eng, b, l, il, pos0);
     cpu_matmul(eng->pool, &l->wq, b->xb, b->wide, b->q, q_dim, n, b->act);
     cpu_matmul(eng->pool, &l->wk, b->xb, b->wide, b->k, kv_dim, n, b->act);
     cpu_matmul(eng->pool, &l->wv, b->xb, b->wide, b->v, kv_dim, n, b->act);
-    seam_f16 *kc = s->key_cache + (size_t)il * eng->n_ctx * kv_dim, *vc = s->value_cache + (size_t)il * eng->n_ctx * kv_dim;
-    for (int t = 0; t < n; t++) {
-        float *q = b->q + t * q_dim, *k = b->k + t * kv_dim, *v = b->v + t * kv_dim;
-        engine_qk_prepare(eng, l, q, k, v);
-        cpu_rope(q, c->n_heads, c->head_dim, c->rope_dim, pos0 + t, base, freq_scale, c->rope_neox);
-        cpu_rope(k, c->n_kv_heads, c->head_dim, c->rope_dim, pos0 + t, base, freq_scale, c->rope_neox);
-        if (c->q_scale != 1.0f) cpu_scale(q, c->q_scale, q_dim);
-        cpu_to_f16(kc + (size_t)(pos0 + t) * kv_dim, k, kv_dim);
-        cpu_to_f16(vc + (size_t)(pos0 + t) * kv_dim, v, kv_dim);
-    }
+    each_token(qk_rope, eng, b, l, il, pos0);
     // each token attends over the cache up to its own position
+    int t0[BATCH], t1[BATCH];
     for (int t = 0; t < n; t++) {
-        const int pos = pos0 + t, t0 = swa && pos + 1 > c->n_swa ? pos + 1 - c->n_swa : 0;
-        cpu_attention(eng->pool, b->xb + t * b->wide, b->q + t * q_dim, kc, vc, c->n_heads, c->n_kv_heads,
-                      c->head_dim, t0, pos + 1, c->kq_scale, s->att, cpu_attention_scratch_floats(eng->n_ctx, c->head_dim));
+        t1[t] = pos0 + t + 1;
+        t0[t] = c->layer_swa[il] && t1[t] > c->n_swa ? t1[t] - c->n_swa : 0;
     }
+    const size_t layer = (size_t)il * eng->n_ctx * kv_dim;
+    cpu_attention(eng->pool, n, b->xb, b->wide, b->q, q_dim, s->key_cache + layer, s->value_cache + layer, c->n_heads,
+                  c->n_kv_heads, c->head_dim, t0, t1, c->kq_scale, s->att,
+                  cpu_attention_scratch_floats(eng->n_ctx, c->head_dim));
     cpu_matmul(eng->pool, &l->wo, b->xb, b->wide, b->xb2, c->n_embd, n, b->act);
-    if (c->post_norms)
-        for (int t = 0; t < n; t++)
-            cpu_rmsnorm(b->xb2 + t * c->n_embd, b->xb2 + t * c->n_embd, l->attn_post_norm.data, c->n_embd, c->rms_eps);
-    add_rows(b->x, b->xb2, n, c->n_embd);
+    each_token(attn_out_ffn_norm, eng, b, l, il, pos0);
 }
 
 // engine.c's moe_block, grouped by expert: each expert's rows are read once
@@ -146,27 +207,19 @@ static void moe(seam_engine *eng, batch *b, const seam_layer_weights *l) {
     }
 }
 
-// engine.c's ffn_block.
-static void ffn(seam_engine *eng, batch *b, const seam_layer_weights *l) {
+// engine.c's ffn_block, on the normed input attention() left in xb.
+static void ffn(seam_engine *eng, batch *b, const seam_layer_weights *l, int il) {
     const seam_config *c = &eng->model->cfg;
     const int n = b->n, F = c->n_ff;
-    for (int t = 0; t < n; t++)
-        cpu_rmsnorm(b->xb + t * b->wide, b->x + t * c->n_embd, l->ffn_norm.data, c->n_embd, c->rms_eps);
     if (c->n_expert) {
         moe(eng, b, l);
         return;
     }
     cpu_matmul(eng->pool, &l->w_gate, b->xb, b->wide, b->hb, F, n, b->act);
     cpu_matmul(eng->pool, &l->w_up, b->xb, b->wide, b->hb2, F, n, b->act);
-    for (int t = 0; t < n; t++) {
-        if (c->ffn_gelu) cpu_geglu(b->hb + (size_t)t * F, b->hb2 + (size_t)t * F, F);
-        else cpu_swiglu(b->hb + (size_t)t * F, b->hb2 + (size_t)t * F, F);
-    }
+    each_token(ffn_act, eng, b, l, il, 0);
     cpu_matmul(eng->pool, &l->w_down, b->hb, F, b->xb2, c->n_embd, n, b->act);
-    if (c->post_norms)
-        for (int t = 0; t < n; t++)
-            cpu_rmsnorm(b->xb2 + t * c->n_embd, b->xb2 + t * c->n_embd, l->ffn_post_norm.data, c->n_embd, c->rms_eps);
-    add_rows(b->x, b->xb2, n, c->n_embd);
+    each_token(ffn_out, eng, b, l, il, 0);
 }
 
 int cpu_prefill(seam_engine *eng, const int *tokens, int n, int pos0, seam_error *e) {
@@ -179,8 +232,8 @@ int cpu_prefill(seam_engine *eng, const int *tokens, int n, int pos0, seam_error
         const double t0 = seam_now();
         for (int t = 0; t < b.n; t++) engine_embed(eng, tokens[done + t], b.x + t * c->n_embd);
         for (int il = 0; il < c->n_layers; il++) {
-            attention(&eng[0], &b, &m->w.layers[il], il, pos0 + done);
-            ffn(eng, &b, &m->w.layers[il]);
+            attention(eng, &b, &m->w.layers[il], il, pos0 + done);
+            ffn(eng, &b, &m->w.layers[il], il);
         }
         // the batch's timeline: its time shared out over its tokens
         const double per_token = 1e6 * (seam_now() - t0) / b.n;

@@ -107,6 +107,37 @@ static const cpu_kernels *scalar_set(void) {
     return sets[0];
 }
 
+// The rows against 1..7 inputs at once through the several-input kernel
+// (tiles of every width and their mixes), each (row, input) bitwise the
+// reference's dot.
+static void check_dots(const cpu_kernels *fast, uint32_t type, const uint8_t *w, uint64_t row_bytes, int rows,
+                       int64_t n, uint64_t *rng) {
+    enum { INPUTS = 7 };
+    const uint32_t act_type = seam_vec_dot_type(type);
+    const uint64_t stride = cpu_matvec_scratch_bytes(n) + 64;  // not the packed size: the stride is used
+    uint8_t *act = malloc(INPUTS * stride);
+    for (int j = 0; j < INPUTS; j++) {
+        void *a = random_activations(act_type, n, rng);
+        memcpy(act + j * stride, a, ggml_row_bytes(act_type, (uint64_t)n));
+        if (act_type == GGML_TYPE_Q8_K) cpu_q8_K_sub_block_sums(act + j * stride, n);
+        free(a);
+    }
+    const int64_t ldo = rows + 2;
+    float out[INPUTS * 8];
+    for (int n_act = 1; n_act <= INPUTS; n_act++) {
+        for (int i = 0; i < INPUTS * 8; i++) out[i] = NAN;
+        fast->dots[type](type, w, row_bytes, rows, act, stride, n_act, n, out, ldo);
+        for (int j = 0; j < n_act; j++)
+            for (int r = 0; r < rows; r++) {
+                const float want = seam_vec_dot(type, w + r * row_bytes, act + j * stride, n);
+                cr_assert(test_bits_of(out[j * ldo + r]) == test_bits_of(want),
+                          "%s dots (%s) n=%ld, %d inputs: row %d input %d = %.9g vs reference %.9g",
+                          ggml_type_name(type), fast->name, (long)n, n_act, r, j, out[j * ldo + r], want);
+            }
+    }
+    free(act);
+}
+
 // Three rows through the fast kernel at once (kernels may handle rows in
 // pairs) and through the reference one by one.
 static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, uint64_t *rng) {
@@ -130,7 +161,9 @@ static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, ui
                   "%s (%s) n=%ld row %d: %.9g vs reference %.9g, not bitwise equal", ggml_type_name(type), fast->name,
                   (long)n, r, got[r], want[r]);
     }
-    free(w), free(a);
+    free(a);
+    if (fast->dots[type]) check_dots(fast, type, w, row_bytes, ROWS, n, rng);
+    free(w);
 }
 
 // Every fast set this CPU runs (AVX2, and AVX-512 on top of it), not only
@@ -173,12 +206,13 @@ Test(kernels, float_types_bitwise) {
 // head sizes with and without a tail past the last 8.
 Test(kernels, attn_values_bitwise) {
     static const int head_dims[] = {64, 72, 128, 256};
-    static const int ranges[][2] = {{0, 1}, {3, 40}, {0, 64}, {5, 200}, {130, 333}};
+    // the last two pass the fast kernel's chunks of positions (1024)
+    static const int ranges[][2] = {{0, 1}, {3, 40}, {0, 64}, {5, 200}, {130, 333}, {0, 2100}, {1000, 2141}};
     const cpu_kernels *sets[CPU_KERNEL_SETS];
     const int n_sets = cpu_kernels_all(sets);
     uint64_t rng = 7;
     for (size_t hd = 0; hd < sizeof head_dims / sizeof head_dims[0]; hd++) {
-        const int head_dim = head_dims[hd], stride = 3 * head_dim, n_pos = 333;
+        const int head_dim = head_dims[hd], stride = 3 * head_dim, n_pos = 2141;
         seam_f16 *v = malloc(sizeof(seam_f16) * (size_t)n_pos * stride);
         float *w = malloc(sizeof(float) * n_pos), *scratch = malloc(sizeof(float) * 64 * (size_t)head_dim);
         float want[256], got[256];
@@ -293,30 +327,37 @@ Test(kernels, softmax_swiglu_bitwise) {
     }
 }
 
-// All heads through the pool give bitwise each head alone (GQA groups of 2).
+// All heads of several queries (each its own range, as a prompt's tokens
+// and a sliding window give) through the pool give bitwise each head alone
+// (GQA groups of 2).
 Test(kernels, attention_over_the_pool) {
-    enum { n_heads = 8, n_kv = 4, head_dim = 64, t1 = 90, stride = n_kv * head_dim };
+    enum { n_heads = 8, n_kv = 4, head_dim = 64, n_pos = 90, stride = n_kv * head_dim, n_q = 3, q_dim = n_heads * head_dim };
+    static const int t0[n_q] = {7, 0, 30}, t1[n_q] = {90, 1, 61};
     uint64_t rng = 8;
-    seam_f16 *k = malloc(sizeof(seam_f16) * t1 * stride), *v = malloc(sizeof(seam_f16) * t1 * stride);
-    for (int i = 0; i < t1 * stride; i++) {
+    seam_f16 *k = malloc(sizeof(seam_f16) * n_pos * stride), *v = malloc(sizeof(seam_f16) * n_pos * stride);
+    for (int i = 0; i < n_pos * stride; i++) {
         k[i] = seam_f32_to_f16(test_rng_normal(&rng));
         v[i] = seam_f32_to_f16(test_rng_normal(&rng));
     }
-    float q[n_heads * head_dim], want[n_heads * head_dim], got[n_heads * head_dim];
-    for (int i = 0; i < n_heads * head_dim; i++) q[i] = test_rng_normal(&rng);
-    const size_t per_thread = cpu_attention_scratch_floats(t1, head_dim);
+    float q[n_q * q_dim], want[n_q * q_dim], got[n_q * q_dim];
+    for (int i = 0; i < n_q * q_dim; i++) q[i] = test_rng_normal(&rng);
+    const size_t per_thread = cpu_attention_scratch_floats(n_pos, head_dim);
     float *scratch = malloc(sizeof(float) * 4 * per_thread);
-    for (int h = 0; h < n_heads; h++) {
-        const int kv = h / (n_heads / n_kv) * head_dim;
-        cpu_attention_head(want + h * head_dim, q + h * head_dim, k + kv, v + kv, 7, t1, head_dim, stride, 0.125f,
-                           scratch, scratch + t1);
-    }
+    for (int i = 0; i < n_q; i++)
+        for (int h = 0; h < n_heads; h++) {
+            const int kv = h / (n_heads / n_kv) * head_dim, o = i * q_dim + h * head_dim;
+            cpu_attention_head(want + o, q + o, k + kv, v + kv, t0[i], t1[i], head_dim, stride, 0.125f, scratch,
+                               scratch + n_pos);
+        }
     for (int nth = 1; nth <= 4; nth++) {
         seam_error err = {{0}};
         seam_pool *pool = pool_create(nth, &err);
         cr_assert(pool, "%s", err.msg);
-        cpu_attention(pool, got, q, k, v, n_heads, n_kv, head_dim, 7, t1, 0.125f, scratch, per_thread);
+        cpu_attention(pool, n_q, got, q_dim, q, q_dim, k, v, n_heads, n_kv, head_dim, t0, t1, 0.125f, scratch,
+                      per_thread);
         cr_assert(memcmp(got, want, sizeof got) == 0, "cpu_attention on %d threads differs from head by head", nth);
+        cpu_attention(pool, 1, got, 0, q, 0, k, v, n_heads, n_kv, head_dim, t0, t1, 0.125f, scratch, per_thread);
+        cr_assert(memcmp(got, want, sizeof(float) * q_dim) == 0, "cpu_attention of one query on %d threads differs", nth);
         pool_destroy(pool);
     }
     free(k), free(v), free(scratch);

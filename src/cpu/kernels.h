@@ -21,6 +21,25 @@
 typedef void (*cpu_dot_fn)(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act, int64_t n,
                            float *out);
 
+// The same rows against n_act inputs (input j at act + j * act_stride):
+//   out[j * ldo + r] = seam_vec_dot(type, row r, input j, n)
+// Prefill's kernel: the work that depends only on the weights is done once
+// per row for several inputs. Where a type has no such kernel, the set's dot
+// runs once per input. A K type's inputs carry their sub-block sums
+// (cpu_q8_K_sub_block_sums) after their blocks.
+typedef void (*cpu_dots_fn)(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
+                            size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo);
+
+// After the n / QK_K Q8_K blocks at act, each block's eight sub-block sums
+// (int16 [n / QK_K][8], sum i = bsums[2i] + bsums[2i + 1]): the Q4_K mins
+// meet them once per (block, input, row), so they are formed once per input
+// instead. Needs CPU_Q8_K_SUMS_BYTES(n) bytes past the blocks.
+#define CPU_Q8_K_SUMS_BYTES(n) ((size_t)(n) / QK_K * 8 * sizeof(int16_t))
+void cpu_q8_K_sub_block_sums(void *act, int64_t n);
+static inline const int16_t *cpu_q8_K_sums_of(const void *act, int64_t n) {
+    return (const int16_t *)((const block_q8_K *)act + n / QK_K);
+}
+
 // An attention head's weighted sum of values, the contract of
 // exact_attention_values (src/exact.h): out (head_dim) = sum over t in
 // [t0, t1) of f16(w[t]) * v[t] (v rows at stride elements), in llama.cpp's
@@ -42,7 +61,8 @@ typedef void (*cpu_swiglu_fn)(float *gate, const float *up, int n);
 
 typedef struct {
     const char *name;                 // "avx512", "avx2", "scalar": which set was chosen
-    cpu_dot_fn dot[GGML_TYPE_COUNT];  // per weight type; every supported type is set
+    cpu_dot_fn dot[GGML_TYPE_COUNT];    // per weight type; every supported type is set
+    cpu_dots_fn dots[GGML_TYPE_COUNT];  // per weight type; NULL: dot, input by input
     cpu_attn_values_fn attn_values;
     cpu_to_f16_fn to_f16;
     cpu_quantize_q8_K_fn quantize_q8_K;
@@ -62,12 +82,12 @@ const cpu_kernels *cpu_kernels_get(void);
 #define CPU_KERNEL_SETS 3
 int cpu_kernels_all(const cpu_kernels *sets[CPU_KERNEL_SETS]);
 
-// The AVX2 + FMA + F16C kernels (matvec_avx2.c): fills dot[] for the types
-// it covers and the other kernels. Call only when the CPU has those features.
+// The AVX2 + FMA + F16C kernels (matvec_avx2.c): fills dot[] and dots[] for
+// the types it covers and the other kernels. Call only when the CPU has those features.
 void cpu_kernels_fill_avx2(cpu_kernels *k);
 
 // The AVX-512 BW/VL + VNNI kernels (matvec_avx512.c): replaces the Q4_K and
-// Q6_K dots of an AVX2 set. Call only when the CPU has those features.
+// Q6_K dots and dots of an AVX2 set. Call only when the CPU has those features.
 void cpu_kernels_fill_avx512(cpu_kernels *k);
 
 #endif

@@ -130,45 +130,26 @@ static inline __attribute__((always_inline)) void q4k_block(const void *wv, cons
     *lanes = acc;
 }
 
-// Q6_K (layout in quant.h): per half, ql[0..63] and qh[0..31] give four runs
-// of 32 weights (run r: sub-blocks 2r, 2r+1 of the half); the 2-bit parts of
-// qh are moved to bits 4-5 by whole-register shifts and masked. q is used
-// unsigned (0..63, maddubs' unsigned side) and the -32 comes off at once:
-// the sub-blocks are the bsums' groups of 16, so it is 32 * sum_s sc[s] *
-// bsums[s] (|.| < 2^24: exact).
+// Q6_K (layout in quant.h; runs of q6k_runs): q is used unsigned (0..63,
+// maddubs' unsigned side) and the -32 comes off at once: the sub-blocks are
+// the bsums' groups of 16, so it is 32 * sum_s sc[s] * bsums[s] (|.| < 2^24:
+// exact).
 static inline __attribute__((always_inline)) void q6k_block(const void *wv, const block_q8_K *a, __m256i *lanes,
                                                             __m128i *min_lanes) {
     const block_q6_K *w = wv;
-    const __m256i low4 = _mm256_set1_epi8(15), bits45 = _mm256_set1_epi8(0x30);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
     const __m256i offset = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)a->bsums));
     __m256i acc = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
-        const uint8_t *ql = w->ql + 64 * h, *qh = w->qh + 32 * h;
-        const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
-        const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-        const __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
-        const __m256i q[4] = {
-            _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), bits45)),
-            _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), bits45)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(hb, bits45)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                            _mm256_and_si256(_mm256_srli_epi16(hb, 2), bits45)),
-        };
-        // this half's eight scales (int16) in both 128-bit lanes (the
-        // selector must be a literal for clang, so each half has its own)
-        const __m256i sch =
-            h ? _mm256_permute2x128_si256(sc16, sc16, 0x11) : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+        __m256i q[4];
+        q6k_runs(w, h, q);
+        const __m256i sch = q6k_half_scales(sc16, h);
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
             const __m256i p =
                 _mm256_maddubs_epi16(q[r], _mm256_loadu_si256((const __m256i *)(a->qs + 128 * h + 32 * r)));
-            // int16 lanes 0-7 belong to sub-block 2r of the half, lanes 8-15 to 2r + 1
-            const __m256i s =
-                _mm256_shuffle_epi8(sch, _mm256_set_m128i(_mm_set1_epi16((short)((4 * r + 3) << 8 | (4 * r + 2))),
-                                                          _mm_set1_epi16((short)((4 * r + 1) << 8 | 4 * r))));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(s, p));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(q6k_run_scales(sch, r), p));
         }
     }
     *lanes = acc;
@@ -183,6 +164,9 @@ static inline __attribute__((always_inline)) float q6_K_row(const void *w, const
 }
 ROWS_KERNEL(dot_q4_K, q4_K_row)
 ROWS_KERNEL(dot_q6_K, q6_K_row)
+
+DOTS_KERNEL(dots_q4_K, q4k_dots_tile, k_core_madd, false)
+DOTS_KERNEL(dots_q6_K, q6k_dots_tile, k_core_madd, false)
 
 // ---------------------------------------------------------------------------
 // F32 and F16 weights (reference: exact_dot_f32/f16, src/exact.c, which are
@@ -239,7 +223,48 @@ static inline __attribute__((always_inline)) float f16_row(const void *wv, const
 }
 
 ROWS_KERNEL(dot_f32, f32_row)
-ROWS_KERNEL(dot_f16, f16_row)
+
+// F16 rows against one f16 vector -- attention's scores, one key row per
+// position against the query: the vector is converted to f32 once (exactly,
+// as every conversion of an f16 is), and each row's blocks of 64 take it
+// from there, so a row costs one conversion per 8 elements, not two.
+static inline __attribute__((always_inline)) float f16_f32_row(const seam_f16 *w, const float *y, const seam_f16 *a,
+                                                               int64_t n) {
+    __m256 acc[8];
+    const int64_t done = n & ~(int64_t)63;
+    double sum = 0.0;
+    if (done) {
+        for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < done; i += 64)
+            for (int k = 0; k < 8; k++) {
+                const int64_t e = i + 8 * k;
+                acc[k] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + e))),
+                                         _mm256_loadu_ps(y + e), acc[k]);
+            }
+        sum = reduce_4x16(acc);
+    }
+    for (int64_t i = done; i < n; i++) sum += (double)(f16_to_f32(w[i]) * f16_to_f32(a[i]));
+    return (float)sum;
+}
+
+static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act, int64_t n,
+                    float *out) {
+    enum { HOISTED = 1024 };  // longer vectors (F16 weight matrices) convert as they go
+    if (n > HOISTED) {
+        dot_rows(f16_row, type, w, row_bytes, n_rows, act, n, out);
+        return;
+    }
+    float y[HOISTED];
+    const seam_f16 *a = act;
+    for (int64_t i = 0; i < n; i++) y[i] = f16_to_f32(a[i]);
+    const uint8_t *base = w;
+    const size_t used = (size_t)n * sizeof(seam_f16);
+    prefetch_start(base, n_rows, row_bytes, used);
+    for (int64_t r = 0; r < n_rows; r++) {
+        prefetch_row(base, r, n_rows, row_bytes, used);
+        out[r] = f16_f32_row((const seam_f16 *)(base + (size_t)r * row_bytes), y, a, n);
+    }
+}
 
 // ---------------------------------------------------------------------------
 // f32 -> f16 rows (reference: seam_f32_to_f16): F16C rounds to nearest even
@@ -313,32 +338,55 @@ static void quantize_q8_K(const float *x, block_q8_K *y, int64_t n) {
 // ---------------------------------------------------------------------------
 // Attention's weighted sum of values (reference: exact_attention_values in
 // src/exact.c): position t feeds lane t % 16 of accumulator (t / 16) % 4 of
-// every output dimension. The reference keeps those 64 lanes per dimension;
-// here they are 64 rows of head_dim floats (acc[j][l][d]), so that one
-// position's update, and the final 4 x 16 reduction, run across d, 8 at a
-// time, each float operation the reference's.
+// every output dimension, in order of t -- 64 lanes per dimension, lane
+// t % 64. Here a lane's positions for 8 dimensions run in one register, so
+// a position costs a load and a fused multiply-add, not a round trip of the
+// accumulators through memory; the lanes go to scratch (64 rows of head_dim
+// floats) once per chunk of positions, and the final 4 x 16 reduction runs
+// across d, 8 at a time, each float operation the reference's.
+#define ATTN_CHUNK 1024  // positions whose f16-rounded weights sit on the stack at once (a multiple of 64)
+
+// One lane's positions first, first + 64, .. < end for 8 * nk dimensions:
+// nk independent chains of fused multiply-adds in registers.
+static inline __attribute__((always_inline)) void lane_values(int nk, float *acc, bool fresh, const float *p,
+                                                              const seam_f16 *v, int first, int end, int64_t stride) {
+    __m256 a[8];
+    for (int k = 0; k < nk; k++) a[k] = fresh ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + 8 * k);
+    for (int t = first; t < end; t += 64) {
+        const __m256 pt = _mm256_set1_ps(p[t]);
+        const seam_f16 *row = v + (int64_t)t * stride;
+        for (int k = 0; k < nk; k++)
+            a[k] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 8 * k))), pt, a[k]);
+    }
+    for (int k = 0; k < nk; k++) _mm256_storeu_ps(acc + 8 * k, a[k]);
+}
+
 static void attn_values(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim, int64_t stride,
                         float *scratch) {
     const int vec = head_dim & ~7;
-    // lanes no position reaches stay zero, as in the reference
-    if (t1 - t0 < 64) memset(scratch, 0, sizeof(float) * 64 * (size_t)head_dim);
-    for (int t = t0; t < t1; t++) {
-        const float p = f16_to_f32(to_f16_1(w[t]));
-        const seam_f16 *row = v + (int64_t)t * stride;
-        float *acc = scratch + (size_t)(((t / 16) % 4) * 16 + t % 16) * (size_t)head_dim;
-        const bool first = t - t0 < 64 && t1 - t0 >= 64;  // the lane's first position: its accumulator starts at +0
-        const __m256 pv = _mm256_set1_ps(p);
-        int d = 0;
-        for (; d < vec; d += 8) {
-            const __m256 prev = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + d);
-            _mm256_storeu_ps(acc + d,
-                             _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + d))), pv, prev));
+    const size_t hd = (size_t)head_dim;
+    float p[ATTN_CHUNK];
+    for (int c0 = t0; c0 < t1; c0 += ATTN_CHUNK) {
+        const int c1 = t1 - c0 < ATTN_CHUNK ? t1 : c0 + ATTN_CHUNK;
+        for (int t = c0; t < c1; t++) p[t - c0] = f16_to_f32(to_f16_1(w[t]));
+        // every lane, also one no position reaches (t1 - t0 < 64), which stays +0
+        for (int lane = 0; lane < 64; lane++) {
+            const int first = c0 + ((lane - c0 % 64) + 64) % 64;
+            float *acc = scratch + (size_t)lane * hd;
+            const bool fresh = c0 == t0;
+            int d = 0;
+            for (; d + 64 <= vec; d += 64) lane_values(8, acc + d, fresh, p - c0, v + d, first, c1, stride);
+            for (; d < vec; d += 8) lane_values(1, acc + d, fresh, p - c0, v + d, first, c1, stride);
+            for (; d < head_dim; d++) {
+                float a = fresh ? 0.0f : acc[d];
+                for (int t = first; t < c1; t += 64) a = fmaf(f16_to_f32(v[(int64_t)t * stride + d]), p[t - c0], a);
+                acc[d] = a;
+            }
         }
-        for (; d < head_dim; d++) acc[d] = fmaf(f16_to_f32(row[d]), p, first ? 0.0f : acc[d]);
     }
+    if (t1 <= t0) memset(scratch, 0, sizeof(float) * 64 * hd);
     // per d: 0 += 2, 1 += 3, 0 += 1 on each of the 16 lanes, then halves, quarters, pairs
     const float *a = scratch;
-    const size_t hd = (size_t)head_dim;
 #define A(j, l) (a + ((j)*16 + (l)) * hd + d)
     int d = 0;
     for (; d < vec; d += 8) {
@@ -445,6 +493,8 @@ void cpu_kernels_fill_avx2(cpu_kernels *k) {
     k->dot[GGML_TYPE_Q8_0] = dot_q8_0;
     k->dot[GGML_TYPE_Q4_K] = dot_q4_K;
     k->dot[GGML_TYPE_Q6_K] = dot_q6_K;
+    k->dots[GGML_TYPE_Q4_K] = dots_q4_K;
+    k->dots[GGML_TYPE_Q6_K] = dots_q6_K;
     k->attn_values = attn_values;
     k->to_f16 = to_f16;
     k->quantize_q8_K = quantize_q8_K;

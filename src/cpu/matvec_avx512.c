@@ -180,8 +180,32 @@ static void dot_q4_K(uint32_t type, const void *w, size_t row_bytes, int64_t n_r
     }
 }
 
+// Prefill's core (simd_x86.h, pairs true) with VNNI on 256-bit registers:
+// dpbusd sums each run's byte products in fours straight into int32 lanes
+// (|.| <= 4 * 63 * 128: an int16 holds it), two runs' lanes are packed into
+// the two words of each lane, and one dpwssd applies both runs' scales and
+// accumulates -- three multiplies per two runs where maddubs + dpwssd take
+// four; the multiplies are the bound, as they share two pipes with the
+// float steps.
+static inline __attribute__((always_inline)) void k_core_vnni(int nb, const __m256i q[8], const __m256i s[8],
+                                                              const int8_t *const a[], __m256i lanes[]) {
+    const __m256i zero = _mm256_setzero_si256();
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < nb; j++) {
+            const __m256i p0 = _mm256_dpbusd_epi32(zero, q[2 * k], _mm256_loadu_si256((const __m256i *)(a[j] + 64 * k)));
+            const __m256i p1 =
+                _mm256_dpbusd_epi32(zero, q[2 * k + 1], _mm256_loadu_si256((const __m256i *)(a[j] + 64 * k + 32)));
+            const __m256i both = _mm256_mask_blend_epi16(0xaaaa, p0, _mm256_slli_epi32(p1, 16));
+            lanes[j] = _mm256_dpwssd_epi32(lanes[j], both, s[k]);
+        }
+}
+DOTS_KERNEL(dots_q4_K, q4k_dots_tile, k_core_vnni, true)
+DOTS_KERNEL(dots_q6_K, q6k_dots_tile, k_core_vnni, true)
+
 void cpu_kernels_fill_avx512(cpu_kernels *k) {
     k->name = "avx512";
     k->dot[GGML_TYPE_Q4_K] = dot_q4_K;
     k->dot[GGML_TYPE_Q6_K] = dot_q6_K;
+    k->dots[GGML_TYPE_Q4_K] = dots_q4_K;
+    k->dots[GGML_TYPE_Q6_K] = dots_q6_K;
 }

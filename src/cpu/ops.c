@@ -17,8 +17,16 @@
 #endif
 
 uint64_t cpu_matvec_scratch_bytes(int64_t cols) {
-    // The largest activation format per element is f32.
+    // The largest activation format per element is f32 (Q8_K and its
+    // sub-block sums take 1.2 bytes).
     return (uint64_t)cols * sizeof(float) + 64;
+}
+
+void cpu_q8_K_sub_block_sums(void *act, int64_t n) {
+    const block_q8_K *y = act;
+    int16_t *sums = (int16_t *)(y + n / QK_K);
+    for (int64_t b = 0; b < n / QK_K; b++)
+        for (int i = 0; i < 8; i++) sums[8 * b + i] = (int16_t)(y[b].bsums[2 * i] + y[b].bsums[2 * i + 1]);
 }
 
 // ---------------------------------------------------------------- kernels
@@ -87,6 +95,7 @@ int cpu_kernels_all(const cpu_kernels *out[CPU_KERNEL_SETS]) {
 // to the others. A dozen atomic grabs per thread per matvec.
 typedef struct {
     cpu_dot_fn dot;
+    cpu_dots_fn dots;  // several inputs at once; NULL: dot per input
     uint32_t type;
     const uint8_t *w;  // (n_rows, row_bytes)
     uint64_t row_bytes;
@@ -111,26 +120,55 @@ static void matvec_share(void *ctx, int ith, int nth) {
             if (take > left) take = left;
         } while (!atomic_compare_exchange_weak(&j->next_row, &r0, r0 + take));
         // every input against this grab of rows while they are in cache
-        for (int b = 0; b < j->n; b++)
-            j->dot(j->type, j->w + (uint64_t)r0 * j->row_bytes, j->row_bytes, take, j->act + b * j->act_stride,
-                   j->cols, j->out + b * j->ldo + r0);
+        const uint8_t *rows = j->w + (uint64_t)r0 * j->row_bytes;
+        if (j->n > 1 && j->dots)
+            j->dots(j->type, rows, j->row_bytes, take, j->act, j->act_stride, j->n, j->cols, j->out + r0, j->ldo);
+        else
+            for (int b = 0; b < j->n; b++)
+                j->dot(j->type, rows, j->row_bytes, take, j->act + b * j->act_stride, j->cols, j->out + b * j->ldo + r0);
+    }
+}
+
+// The inputs of a matmul quantised to the weights' activation type, input
+// b into act + b * stride; a batch's inputs are shared out over the pool.
+typedef struct {
+    const float *x;  // (n, ldx)
+    int64_t ldx, cols;
+    uint32_t act_type;
+    uint8_t *act;  // (n, stride)
+    uint64_t stride;
+    int n;
+} quantize_job;
+
+static void quantize_share(void *ctx, int ith, int nth) {
+    const quantize_job *j = ctx;
+    const cpu_kernels *kern = cpu_kernels_get();
+    for (int b = ith; b < j->n; b += nth) {
+        void *act = j->act + b * j->stride;
+        if (j->act_type != GGML_TYPE_Q8_K) {
+            seam_quantize_activation(j->act_type, j->x + b * j->ldx, act, j->cols);
+            continue;
+        }
+        kern->quantize_q8_K(j->x + b * j->ldx, act, j->cols);
+        if (j->n > 1) cpu_q8_K_sub_block_sums(act, j->cols);  // what the several-input kernels take
     }
 }
 
 void cpu_matmul(seam_pool *pool, const seam_tensor *w, const float *x, int64_t ldx, float *out, int64_t ldo, int n,
                 void *scratch) {
     const cpu_kernels *kern = cpu_kernels_get();
-    const uint32_t act_type = seam_vec_dot_type(w->type);
     const uint64_t stride = cpu_matvec_scratch_bytes(w->cols);
-    for (int b = 0; b < n; b++) {
-        void *act = (uint8_t *)scratch + b * stride;
-        if (act_type == GGML_TYPE_Q8_K) kern->quantize_q8_K(x + b * ldx, act, w->cols);
-        else seam_quantize_activation(act_type, x + b * ldx, act, w->cols);
-    }
+    quantize_job quantize = {
+        .x = x, .ldx = ldx, .cols = w->cols, .act_type = seam_vec_dot_type(w->type), .act = scratch, .stride = stride,
+        .n = n,
+    };
+    // one input: on the caller, with no job to start and wait for
+    if (n == 1) quantize_share(&quantize, 0, 1);
+    else pool_run(pool, quantize_share, &quantize);
     // the smallest grab: ~16 KiB, a couple of microseconds of reading
     int64_t min_rows = (int64_t)((16u << 10) / (w->row_bytes ? w->row_bytes : 1));
     matvec_job job = {
-        .dot = kern->dot[w->type], .type = w->type, .w = w->data, .row_bytes = w->row_bytes,
+        .dot = kern->dot[w->type], .dots = kern->dots[w->type], .type = w->type, .w = w->data, .row_bytes = w->row_bytes,
         .n_rows = w->rows, .cols = w->cols, .min_rows = min_rows > 1 ? min_rows : 1, .act = scratch,
         .act_stride = stride, .out = out, .ldo = ldo, .n = n,
     };
@@ -198,36 +236,46 @@ size_t cpu_attention_scratch_floats(int n_ctx, int head_dim) {
 }
 
 typedef struct {
+    int n;
     float *out;
+    int64_t out_stride;
     const float *q;
+    int64_t q_stride;
     const seam_f16 *k_cache, *v_cache;
-    int n_heads, group, head_dim, t0, t1;
+    int n_heads, group, head_dim;
+    const int *t0, *t1;
     int64_t stride;
     float scale;
     float *scratch;
     size_t scratch_floats;  // per thread
+    _Atomic int next;       // the next (head, query) pair to take
 } attention_job;
 
-// A contiguous range of heads per thread: the heads of one KV head (GQA)
-// mostly stay on one core, which then reads that KV head's rows once.
+// (head, query) pairs are taken one at a time, head by head, so that the
+// queries of one KV head (GQA, and a prompt's tokens) follow each other on
+// the cores that read its rows, and a long query (late in a prompt) does
+// not hold up a thread with a fixed share.
 static void attention_share(void *ctx, int ith, int nth) {
-    const attention_job *j = ctx;
+    (void)nth;
+    attention_job *j = ctx;
     float *att = j->scratch + (size_t)ith * j->scratch_floats;
     float *acc = att + (j->scratch_floats - 64 * (size_t)j->head_dim);
-    for (int h = j->n_heads * ith / nth; h < j->n_heads * (ith + 1) / nth; h++) {
-        const int64_t kv = (int64_t)(h / j->group) * j->head_dim;
-        cpu_attention_head(j->out + (int64_t)h * j->head_dim, j->q + (int64_t)h * j->head_dim, j->k_cache + kv,
-                           j->v_cache + kv, j->t0, j->t1, j->head_dim, j->stride, j->scale, att, acc);
+    for (int k; (k = atomic_fetch_add(&j->next, 1)) < j->n * j->n_heads;) {
+        const int h = k / j->n, i = k % j->n;
+        const int64_t kv = (int64_t)(h / j->group) * j->head_dim, hd = (int64_t)h * j->head_dim;
+        cpu_attention_head(j->out + i * j->out_stride + hd, j->q + i * j->q_stride + hd, j->k_cache + kv,
+                           j->v_cache + kv, j->t0[i], j->t1[i], j->head_dim, j->stride, j->scale, att, acc);
     }
 }
 
-void cpu_attention(seam_pool *pool, float *out, const float *q, const seam_f16 *k_cache, const seam_f16 *v_cache,
-                   int n_heads, int n_kv_heads, int head_dim, int t0, int t1, float scale, float *scratch,
-                   size_t scratch_floats) {
+void cpu_attention(seam_pool *pool, int n, float *out, int64_t out_stride, const float *q, int64_t q_stride,
+                   const seam_f16 *k_cache, const seam_f16 *v_cache, int n_heads, int n_kv_heads, int head_dim,
+                   const int *t0, const int *t1, float scale, float *scratch, size_t scratch_floats) {
     attention_job job = {
-        .out = out, .q = q, .k_cache = k_cache, .v_cache = v_cache, .n_heads = n_heads,
-        .group = n_heads / n_kv_heads, .head_dim = head_dim, .t0 = t0, .t1 = t1,
-        .stride = (int64_t)n_kv_heads * head_dim, .scale = scale, .scratch = scratch, .scratch_floats = scratch_floats,
+        .n = n, .out = out, .out_stride = out_stride, .q = q, .q_stride = q_stride, .k_cache = k_cache,
+        .v_cache = v_cache, .n_heads = n_heads, .group = n_heads / n_kv_heads, .head_dim = head_dim, .t0 = t0,
+        .t1 = t1, .stride = (int64_t)n_kv_heads * head_dim, .scale = scale, .scratch = scratch,
+        .scratch_floats = scratch_floats,
     };
     pool_run(pool, attention_share, &job);
 }

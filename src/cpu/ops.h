@@ -50,15 +50,17 @@ void cpu_rope(float *vec, int n_heads, int head_dim, int rope_dim, int pos, floa
 void cpu_attention_head(float *out, const float *q, const seam_f16 *k_cache, const seam_f16 *v_cache, int t0,
                         int t1, int head_dim, int64_t stride, float scale, float *att, float *acc);
 
-// Every query head of one position, heads shared out over the pool: head h
-// of q (n_heads, head_dim) attends, as cpu_attention_head, over KV head
-// h / (n_heads / n_kv_heads) of caches whose position rows hold all KV
-// heads (stride n_kv_heads * head_dim); out (n_heads, head_dim). scratch
-// holds scratch_floats >= cpu_attention_scratch_floats(t1, head_dim) floats
-// for each thread of the pool.
-void cpu_attention(seam_pool *pool, float *out, const float *q, const seam_f16 *k_cache, const seam_f16 *v_cache,
-                   int n_heads, int n_kv_heads, int head_dim, int t0, int t1, float scale, float *scratch,
-                   size_t scratch_floats);
+// Every query head of n positions (decode: n = 1), the (head, position)
+// pairs shared out over the pool: head h of query i (q + i * q_stride, heads
+// of head_dim floats) attends, as cpu_attention_head, over positions
+// [t0[i], t1[i]) of KV head h / (n_heads / n_kv_heads) of caches whose
+// position rows hold all KV heads (stride n_kv_heads * head_dim); the heads
+// of its output go to out + i * out_stride. scratch holds scratch_floats >=
+// cpu_attention_scratch_floats(max t1, head_dim) floats for each thread of
+// the pool.
+void cpu_attention(seam_pool *pool, int n, float *out, int64_t out_stride, const float *q, int64_t q_stride,
+                   const seam_f16 *k_cache, const seam_f16 *v_cache, int n_heads, int n_kv_heads, int head_dim,
+                   const int *t0, const int *t1, float scale, float *scratch, size_t scratch_floats);
 size_t cpu_attention_scratch_floats(int n_ctx, int head_dim);
 
 // dst[i] = seam_f32_to_f16(src[i]), bitwise, vectorised where the CPU can.

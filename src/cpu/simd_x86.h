@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu/kernels.h"
 #include "quant.h"
 
 static inline float f16_to_f32(seam_f16 h) {
@@ -79,6 +80,35 @@ static inline __m128i q4k_min_products(const __m128i sm, const block_q8_K *a) {
     return _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), q8k_sub_block_sums(a));
 }
 
+// Q6_K (layout in quant.h), half h of a block: four runs of 32 weights as
+// unsigned bytes 0..63 (run r: sub-blocks 2r, 2r + 1 of the half). The
+// 2-bit parts of qh are moved to bits 4-5 by whole-register shifts and masked.
+static inline __attribute__((always_inline)) void q6k_runs(const block_q6_K *w, int h, __m256i q[4]) {
+    const __m256i low4 = _mm256_set1_epi8(15), bits45 = _mm256_set1_epi8(0x30);
+    const uint8_t *ql = w->ql + 64 * h, *qh = w->qh + 32 * h;
+    const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+    const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+    const __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
+    q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), bits45));
+    q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), bits45));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(hb, bits45));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                           _mm256_and_si256(_mm256_srli_epi16(hb, 2), bits45));
+}
+
+// Half h's eight Q6_K scales (int16) in both 128-bit lanes, from all sixteen
+// (sc16); the selector must be a literal for clang, so each half has its own.
+static inline __m256i q6k_half_scales(__m256i sc16, int h) {
+    return h ? _mm256_permute2x128_si256(sc16, sc16, 0x11) : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+}
+
+// The scales of run r of a half (sch: q6k_half_scales) for its maddubs
+// products: int16 lanes 0-7 belong to sub-block 2r, lanes 8-15 to 2r + 1.
+static inline __m256i q6k_run_scales(__m256i sch, int r) {
+    return _mm256_shuffle_epi8(sch, _mm256_set_m128i(_mm_set1_epi16((short)((4 * r + 3) << 8 | (4 * r + 2))),
+                                                     _mm_set1_epi16((short)((4 * r + 1) << 8 | 4 * r))));
+}
+
 // One K block's exact integer lanes (eight, as the header says; Q6_K's -32
 // offset included) and, for Q4_K, the four lanes of its mins' term (lane k:
 // sub-blocks 2k and 2k+1).
@@ -119,6 +149,172 @@ static inline __attribute__((always_inline)) float k_dot(k_block_fn block, size_
     }
     return hsum8(acc) + hsum4(acc_m);
 }
+
+// ---------------------------------------------------------------------------
+// Several inputs against each weight row (prefill): the K-type dots of one
+// row with up to DOTS_TILE activation rows at once.
+//
+// A prompt's tokens meet the same weight rows, so the work that depends only
+// on the weights -- unpacking the quants to bytes, spreading the sub-block
+// scales over the lanes, converting d and dmin -- is done once per block and
+// row and kept in registers while every input of the tile passes over it.
+// What is left per (block, input) is the integer core below -- the
+// multiplies, the bound on this path -- and the float steps of k_dot. Each
+// input's lanes and float steps are exactly k_dot's: the result is bitwise
+// the one-row kernel's.
+#define DOTS_TILE 4  // inputs per tile: with a block's quants and scales, what 32 registers hold
+
+// A block's quants as eight runs of 32 bytes (q[i]: weights 32i..32i+31,
+// unsigned) against nb inputs' 256 activations (a[j]): each input's exact
+// int32 lanes, added to lanes[j]. The scales are spread as the core wants:
+//   by run (pairs false): s[i] holds, in each int16 word, the scale of the
+//                         weight pair that word's maddubs product covers;
+//   in pairs (true):      s[k] interleaves runs 2k and 2k + 1 -- word 2m the
+//                         scale of run 2k's lane m, word 2m + 1 run 2k + 1's.
+// The inputs go innermost: their chains of accumulates are independent, and
+// side by side the out-of-order core overlaps them, where one input's chain
+// alone would wait on each accumulate's latency.
+typedef void (*k_core_fn)(int nb, const __m256i q[8], const __m256i s[8], const int8_t *const a[], __m256i lanes[]);
+
+// AVX2's core (pairs false): maddubs, then madd by the scales and add --
+// three instructions per run, two of them multiplies.
+static inline __attribute__((always_inline)) void k_core_madd(int nb, const __m256i q[8], const __m256i s[8],
+                                                              const int8_t *const a[], __m256i lanes[]) {
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < nb; j++) {
+            const __m256i p = _mm256_maddubs_epi16(q[i], _mm256_loadu_si256((const __m256i *)(a[j] + 32 * i)));
+            lanes[j] = _mm256_add_epi32(lanes[j], _mm256_madd_epi16(p, s[i]));
+        }
+}
+
+// Q4_K: one row (its n / QK_K blocks) against nb inputs (act + j * act_stride,
+// each with its sub-block sums): out[j * ldo] = k_dot of q4k_block. Run i is
+// sub-block i.
+static inline __attribute__((always_inline)) void q4k_dots_tile(k_core_fn core, bool pairs, int nb, const void *row,
+                                                                const uint8_t *act, size_t act_stride, int64_t n,
+                                                                float *out, int64_t ldo) {
+    __m256 acc[DOTS_TILE];
+    __m128 acc_m[DOTS_TILE];
+    for (int j = 0; j < nb; j++) acc[j] = _mm256_setzero_ps(), acc_m[j] = _mm_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(15);
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const block_q4_K *w = (const block_q4_K *)row + b;
+        const __m128i sm = q4k_scales_mins1(w->scales);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+        const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));  // words 0-7: sc0..sc7, both halves
+        __m256i q[8], s[8];
+        for (int c = 0; c < 4; c++) {
+            const __m256i bits = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * c));
+            q[2 * c] = _mm256_and_si256(bits, low4);
+            q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+        }
+        if (pairs)
+            for (int k = 0; k < 4; k++)  // words sc[2k], sc[2k+1], alternating
+                s[k] = _mm256_shuffle_epi8(sc, _mm256_set1_epi32((4 * k + 3) << 24 | (4 * k + 2) << 16 | (4 * k + 1) << 8 | 4 * k));
+        else
+            for (int i = 0; i < 8; i++) s[i] = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)((2 * i + 1) << 8 | 2 * i)));
+        uint32_t d_dmin;
+        memcpy(&d_dmin, &w->d, sizeof d_dmin);
+        // d and -dmin in every lane: times da, k_scales_dmin's products (da * d, -da * dmin)
+        const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)d_dmin));
+        const __m256 d8 = _mm256_broadcastss_ps(dd);
+        const __m128 neg_dmin4 = _mm_xor_ps(_mm_permute_ps(dd, 0x55), _mm_set1_ps(-0.0f));
+        const block_q8_K *ab[DOTS_TILE];
+        const int8_t *aq[DOTS_TILE];
+        __m256i lanes[DOTS_TILE];
+        for (int j = 0; j < nb; j++) {
+            ab[j] = (const block_q8_K *)(act + j * act_stride) + b;
+            aq[j] = ab[j]->qs;
+            lanes[j] = _mm256_setzero_si256();
+        }
+        core(nb, q, s, aq, lanes);
+        for (int j = 0; j < nb; j++) {
+            const block_q8_K *a = ab[j];
+            const __m128i sums = _mm_loadu_si128((const __m128i *)(cpu_q8_K_sums_of(act + j * act_stride, n) + 8 * b));
+            const __m128i min_lanes = _mm_madd_epi16(mins, sums);
+            const __m256 da8 = _mm256_broadcast_ss(&a->d);
+            acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d8, da8), _mm256_cvtepi32_ps(lanes[j]), acc[j]);
+            acc_m[j] = _mm_fmadd_ps(_mm_mul_ps(neg_dmin4, _mm256_castps256_ps128(da8)), _mm_cvtepi32_ps(min_lanes), acc_m[j]);
+        }
+    }
+    for (int j = 0; j < nb; j++) out[j * ldo] = hsum8(acc[j]) + hsum4(acc_m[j]);
+}
+
+// Q6_K: the same for q6k_block (the -32 offset through the bsums). Run i is
+// sub-blocks 2i (its low 16 bytes) and 2i + 1 (its high 16).
+static inline __attribute__((always_inline)) void q6k_dots_tile(k_core_fn core, bool pairs, int nb, const void *row,
+                                                                const uint8_t *act, size_t act_stride, int64_t n,
+                                                                float *out, int64_t ldo) {
+    __m256 acc[DOTS_TILE];
+    for (int j = 0; j < nb; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const block_q6_K *w = (const block_q6_K *)row + b;
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
+        __m256i q[8], s[8];
+        for (int h = 0; h < 2; h++) {
+            q6k_runs(w, h, q + 4 * h);
+            const __m256i sch = q6k_half_scales(sc16, h);
+            if (pairs)  // runs 4h + 2k', 4h + 2k' + 1: low lane sc 4k', 4k'+2 of the half; high lane 4k'+1, 4k'+3
+                for (int k = 0; k < 2; k++)
+                    s[2 * h + k] = _mm256_shuffle_epi8(
+                        sch, _mm256_set_m128i(
+                                 _mm_set1_epi32((8 * k + 7) << 24 | (8 * k + 6) << 16 | (8 * k + 3) << 8 | (8 * k + 2)),
+                                 _mm_set1_epi32((8 * k + 5) << 24 | (8 * k + 4) << 16 | (8 * k + 1) << 8 | 8 * k)));
+            else
+                for (int r = 0; r < 4; r++) s[4 * h + r] = q6k_run_scales(sch, r);
+        }
+        seam_f16 d16;
+        memcpy(&d16, &w->d, sizeof d16);
+        const float d = f16_to_f32(d16);
+        const block_q8_K *ab[DOTS_TILE];
+        const int8_t *aq[DOTS_TILE];
+        __m256i lanes[DOTS_TILE];
+        for (int j = 0; j < nb; j++) {
+            ab[j] = (const block_q8_K *)(act + j * act_stride) + b;
+            aq[j] = ab[j]->qs;
+            const __m256i offset = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)ab[j]->bsums));
+            lanes[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
+        }
+        core(nb, q, s, aq, lanes);
+        for (int j = 0; j < nb; j++) acc[j] = acc_lanes(acc[j], ab[j]->d * d, lanes[j]);
+    }
+    for (int j = 0; j < nb; j++) out[j * ldo] = hsum8(acc[j]) + hsum4(_mm_setzero_ps());
+}
+
+typedef void (*dots_tile_fn)(k_core_fn core, bool pairs, int nb, const void *row, const uint8_t *act,
+                             size_t act_stride, int64_t n, float *out, int64_t ldo);
+
+// The cpu_dots_fn loop over a tile body: inputs DOTS_TILE at a time (the last
+// tile narrower, each width its own unrolled copy), each tile over every row,
+// so that the tile's inputs stay in L1 while the rows come from L2.
+static inline __attribute__((always_inline)) void dots_rows(dots_tile_fn tile, k_core_fn core, bool pairs,
+                                                            const void *w, size_t row_bytes, int64_t n_rows,
+                                                            const void *act, size_t act_stride, int n_act, int64_t n,
+                                                            float *out, int64_t ldo) {
+    _Static_assert(DOTS_TILE == 4, "the switch below covers widths 1..4");
+    const uint8_t *base = w, *a = act;
+    for (int j = 0; j < n_act; j += DOTS_TILE) {
+        const int nb = n_act - j < DOTS_TILE ? n_act - j : DOTS_TILE;
+        const uint8_t *aj = a + (size_t)j * act_stride;
+        float *oj = out + (int64_t)j * ldo;
+        for (int64_t r = 0; r < n_rows; r++) {
+            const void *row = base + (size_t)r * row_bytes;
+            switch (nb) {
+#define WIDTH(k) case k: tile(core, pairs, k, row, aj, act_stride, n, oj + r, ldo); break;
+                WIDTH(4) WIDTH(3) WIDTH(2) WIDTH(1)
+#undef WIDTH
+            }
+        }
+    }
+}
+
+// The cpu_dots_fn of a tile body and a core.
+#define DOTS_KERNEL(name, tile, core, pairs)                                                                        \
+    static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,             \
+                     size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {                          \
+        (void)type;                                                                                                 \
+        dots_rows(tile, core, pairs, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);                    \
+    }
 
 // ---------------------------------------------------------------------------
 // The row loop of every kernel.
