@@ -71,7 +71,7 @@ static void cache_gbs(const cpu_kernels *const *sets, int n_sets, const seam_ten
         for (int i = 0; i < n_sets; i++) {
             const double t = thread_seconds();
             for (int it = 0; it < iters; it++)
-                sets[i]->dot[w->type](w->type, w->data, w->row_bytes, w->rows, act, w->cols, out);
+                sets[i]->dot[w->type](w->type, w->data, w->row_bytes, w->rows, act, 0, 1, w->cols, out, 0);
             const double g = (double)w->n_bytes * iters / (thread_seconds() - t) / 1e9;
             gbs[i] = g > gbs[i] ? g : gbs[i];
         }
@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
         float x[COLS];
         for (int i = 0; i < COLS; i++) x[i] = (float)((int64_t)(rng_next() >> 40) - (1 << 23)) / (1 << 23);
         void *act = malloc(cpu_matvec_scratch_bytes(COLS));
-        seam_quantize_activation(seam_vec_dot_type(type), x, act, COLS);
+        cpu_quantize_input(seam_vec_dot_type(type), x, act, COLS);
 
         seam_tensor small = make_matrix(type, CACHE_ROWS);
         const int64_t big_rows = (int64_t)(gib * (1 << 30) / (double)ggml_row_bytes(type, COLS));

@@ -134,8 +134,7 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
     const bool swa = c->layer_swa[il];
     const float base = swa ? c->rope_base_swa : c->rope_base;
     const float freq_scale = swa ? 1.0f : c->rope_scale;
-    cpu_rope(s->q, c->n_heads, c->head_dim, c->rope_dim, pos, base, freq_scale, c->rope_neox);
-    cpu_rope(s->k, c->n_kv_heads, c->head_dim, c->rope_dim, pos, base, freq_scale, c->rope_neox);
+    cpu_rope(s->q, c->n_heads, s->k, c->n_kv_heads, c->head_dim, c->rope_dim, pos, base, freq_scale, c->rope_neox);
     if (c->q_scale != 1.0f) cpu_scale(s->q, c->q_scale, c->n_heads * c->head_dim);
 
     // this position's k and v join the cache (as f16, like llama.cpp's default cache type)

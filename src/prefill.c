@@ -105,8 +105,7 @@ static void qk_rope(seam_engine *eng, batch *b, const seam_layer_weights *l, int
     const float base = swa ? c->rope_base_swa : c->rope_base, freq_scale = swa ? 1.0f : c->rope_scale;
     float *q = b->q + t * q_dim, *k = b->k + t * kv_dim, *v = b->v + t * kv_dim;
     engine_qk_prepare(eng, l, q, k, v);
-    cpu_rope(q, c->n_heads, c->head_dim, c->rope_dim, pos, base, freq_scale, c->rope_neox);
-    cpu_rope(k, c->n_kv_heads, c->head_dim, c->rope_dim, pos, base, freq_scale, c->rope_neox);
+    cpu_rope(q, c->n_heads, k, c->n_kv_heads, c->head_dim, c->rope_dim, pos, base, freq_scale, c->rope_neox);
     if (c->q_scale != 1.0f) cpu_scale(q, c->q_scale, q_dim);
     const size_t row = ((size_t)il * eng->n_ctx + (size_t)pos) * kv_dim;
     cpu_to_f16(eng->s.key_cache + row, k, kv_dim);

@@ -107,12 +107,19 @@ static const cpu_kernels *scalar_set(void) {
     return sets[0];
 }
 
-// The rows against 1..7 inputs at once through the several-input kernel
-// (tiles of every width and their mixes), each (row, input) bitwise the
-// reference's dot.
-static void check_dots(const cpu_kernels *fast, uint32_t type, const uint8_t *w, uint64_t row_bytes, int rows,
-                       int64_t n, uint64_t *rng) {
-    enum { INPUTS = 7 };
+// Three rows against 1..7 inputs at once through a fast kernel (the K
+// types' tiles of every width and their mixes) and through the scalar set,
+// each (row, input) bitwise seam_vec_dot.
+static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, uint64_t *rng) {
+    enum { ROWS = 3, INPUTS = 7, LDO = ROWS + 2 };
+    const cpu_kernels *ref = scalar_set();
+    const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)n);
+    uint8_t *w = malloc(ROWS * row_bytes);
+    for (int r = 0; r < ROWS; r++) {
+        void *row = random_weights(type, n, rng);
+        memcpy(w + r * row_bytes, row, row_bytes);
+        free(row);
+    }
     const uint32_t act_type = seam_vec_dot_type(type);
     const uint64_t stride = cpu_matvec_scratch_bytes(n) + 64;  // not the packed size: the stride is used
     uint8_t *act = malloc(INPUTS * stride);
@@ -122,48 +129,21 @@ static void check_dots(const cpu_kernels *fast, uint32_t type, const uint8_t *w,
         if (act_type == GGML_TYPE_Q8_K) cpu_q8_K_sub_block_sums(act + j * stride, n);
         free(a);
     }
-    const int64_t ldo = rows + 2;
-    float out[INPUTS * 8];
+    float got[INPUTS * LDO], want[INPUTS * LDO];
     for (int n_act = 1; n_act <= INPUTS; n_act++) {
-        for (int i = 0; i < INPUTS * 8; i++) out[i] = NAN;
-        fast->dots[type](type, w, row_bytes, rows, act, stride, n_act, n, out, ldo);
+        for (int i = 0; i < INPUTS * LDO; i++) got[i] = want[i] = NAN;
+        fast->dot[type](type, w, row_bytes, ROWS, act, stride, n_act, n, got, LDO);
+        ref->dot[type](type, w, row_bytes, ROWS, act, stride, n_act, n, want, LDO);
         for (int j = 0; j < n_act; j++)
-            for (int r = 0; r < rows; r++) {
-                const float want = seam_vec_dot(type, w + r * row_bytes, act + j * stride, n);
-                cr_assert(test_bits_of(out[j * ldo + r]) == test_bits_of(want),
-                          "%s dots (%s) n=%ld, %d inputs: row %d input %d = %.9g vs reference %.9g",
-                          ggml_type_name(type), fast->name, (long)n, n_act, r, j, out[j * ldo + r], want);
+            for (int r = 0; r < ROWS; r++) {
+                const float exact = seam_vec_dot(type, w + r * row_bytes, act + j * stride, n);
+                cr_assert(test_bits_of(want[j * LDO + r]) == test_bits_of(exact), "the scalar set is seam_vec_dot");
+                cr_assert(test_bits_of(got[j * LDO + r]) == test_bits_of(exact),
+                          "%s (%s) n=%ld, %d inputs: row %d input %d = %.9g vs reference %.9g, not bitwise equal",
+                          ggml_type_name(type), fast->name, (long)n, n_act, r, j, got[j * LDO + r], exact);
             }
     }
-    free(act);
-}
-
-// Three rows through the fast kernel at once (kernels may handle rows in
-// pairs) and through the reference one by one.
-static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, uint64_t *rng) {
-    enum { ROWS = 3 };
-    const cpu_kernels *ref = scalar_set();
-    const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)n);
-    uint8_t *w = malloc(ROWS * row_bytes);
-    for (int r = 0; r < ROWS; r++) {
-        void *row = random_weights(type, n, rng);
-        memcpy(w + r * row_bytes, row, row_bytes);
-        free(row);
-    }
-    void *a = random_activations(seam_vec_dot_type(type), n, rng);
-    float got[ROWS], want[ROWS];
-    fast->dot[type](type, w, row_bytes, ROWS, a, n, got);
-    ref->dot[type](type, w, row_bytes, ROWS, a, n, want);
-    for (int r = 0; r < ROWS; r++) {
-        const void *row = w + r * row_bytes;
-        cr_assert(test_bits_of(want[r]) == test_bits_of(seam_vec_dot(type, row, a, n)), "the scalar set is seam_vec_dot");
-        cr_assert(test_bits_of(got[r]) == test_bits_of(want[r]),
-                  "%s (%s) n=%ld row %d: %.9g vs reference %.9g, not bitwise equal", ggml_type_name(type), fast->name,
-                  (long)n, r, got[r], want[r]);
-    }
-    free(a);
-    if (fast->dots[type]) check_dots(fast, type, w, row_bytes, ROWS, n, rng);
-    free(w);
+    free(w), free(act);
 }
 
 // Every fast set this CPU runs (AVX2, and AVX-512 on top of it), not only
@@ -382,6 +362,8 @@ static seam_tensor make_tensor(uint32_t type, int64_t rows, int64_t cols, uint64
     return t;
 }
 
+// cpu_matvec (one input) and cpu_matmul (a batch) on pools of 1..4 threads:
+// every output is seam_vec_dot of its row and its input, as quantised.
 Test(matvec, pool_sizes_agree_with_reference) {
     static const struct {
         uint32_t type;
@@ -391,28 +373,31 @@ Test(matvec, pool_sizes_agree_with_reference) {
         {GGML_TYPE_Q4_K, 1000, 768}, {GGML_TYPE_Q6_K, 333, 256}, {GGML_TYPE_Q8_0, 129, 640},
         {GGML_TYPE_Q5_0, 64, 96},    {GGML_TYPE_F32, 50, 100},   {GGML_TYPE_F16, 40, 72},
     };
+    enum { BATCH = 5 };
     uint64_t rng = 6;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         seam_tensor w = make_tensor(cases[c].type, cases[c].rows, cases[c].cols, &rng);
-        float *x = malloc(sizeof(float) * (size_t)w.cols), *out = malloc(sizeof(float) * (size_t)w.rows);
-        for (int64_t i = 0; i < w.cols; i++) x[i] = test_rng_normal(&rng);
-        void *scratch = malloc(cpu_matvec_scratch_bytes(w.cols)), *act = malloc(cpu_matvec_scratch_bytes(w.cols));
-        const uint32_t act_type = seam_vec_dot_type(w.type);
-        seam_quantize_activation(act_type, x, act, w.cols);
+        const size_t act_bytes = cpu_matvec_scratch_bytes(w.cols);
+        float *x = malloc(sizeof(float) * (size_t)w.cols * BATCH), *out = malloc(sizeof(float) * (size_t)w.rows * BATCH);
+        for (int64_t i = 0; i < w.cols * BATCH; i++) x[i] = test_rng_normal(&rng);
+        uint8_t *scratch = malloc(act_bytes * BATCH), *act = malloc(act_bytes * BATCH);
+        for (int b = 0; b < BATCH; b++) cpu_quantize_input(seam_vec_dot_type(w.type), x + b * w.cols, act + b * act_bytes, w.cols);
         for (int nth = 1; nth <= 4; nth++) {
             seam_error err = {{0}};
             seam_pool *pool = pool_create(nth, &err);
             cr_assert(pool, "%s", err.msg);
-            for (int rep = 0; rep < 3; rep++) {
-                memset(out, 0xff, sizeof(float) * (size_t)w.rows);
-                cpu_matvec(pool, &w, x, out, scratch);
-                for (int64_t r = 0; r < w.rows; r++) {
-                    float want;
-                    cpu_kernels_get()->dot[w.type](w.type, (const uint8_t *)w.data + r * w.row_bytes, w.row_bytes, 1,
-                                                   act, w.cols, &want);
-                    cr_assert(test_bits_of(out[r]) == test_bits_of(want), "%s %ldx%ld, %d threads: row %ld = %.9g, want %.9g",
-                              ggml_type_name(w.type), (long)w.rows, (long)w.cols, nth, (long)r, out[r], want);
-                }
+            for (int n = 1; n <= BATCH; n += BATCH - 1) {
+                memset(out, 0xff, sizeof(float) * (size_t)w.rows * BATCH);
+                if (n == 1) cpu_matvec(pool, &w, x, out, scratch);
+                else cpu_matmul(pool, &w, x, w.cols, out, w.rows, n, scratch);
+                for (int b = 0; b < n; b++)
+                    for (int64_t r = 0; r < w.rows; r++) {
+                        const float want = seam_vec_dot(w.type, (const uint8_t *)w.data + r * w.row_bytes, act + b * act_bytes, w.cols);
+                        const float got = out[b * w.rows + r];
+                        cr_assert(test_bits_of(got) == test_bits_of(want),
+                                  "%s %ldx%ld, %d threads, %d inputs: input %d row %ld = %.9g, want %.9g",
+                                  ggml_type_name(w.type), (long)w.rows, (long)w.cols, nth, n, b, (long)r, got, want);
+                    }
             }
             pool_destroy(pool);
         }

@@ -13,22 +13,16 @@
 #include "quant.h"
 
 // Rows 0..n_rows-1 of a matrix (row r at w + r * row_bytes, n weights of
-// `type` each; row_bytes at least ggml_row_bytes(type, n)) . n activations
-// already quantised to seam_vec_dot_type(type):
-//   out[r] = seam_vec_dot(type, row r, act, n)
-// The kernel sees many rows at once so that it can prefetch ahead of the
-// row it computes and keep per-activation work out of the row loop.
-typedef void (*cpu_dot_fn)(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act, int64_t n,
-                           float *out);
-
-// The same rows against n_act inputs (input j at act + j * act_stride):
+// `type` each; row_bytes at least ggml_row_bytes(type, n)) against n_act
+// inputs (input j at act + j * act_stride, as cpu_quantize_input leaves it:
+// n activations in seam_vec_dot_type(type), a K type's with its sub-block
+// sums after the blocks):
 //   out[j * ldo + r] = seam_vec_dot(type, row r, input j, n)
-// Prefill's kernel: the work that depends only on the weights is done once
-// per row for several inputs. Where a type has no such kernel, the set's dot
-// runs once per input. A K type's inputs carry their sub-block sums
-// (cpu_q8_K_sub_block_sums) after their blocks.
-typedef void (*cpu_dots_fn)(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
-                            size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo);
+// Decode's matvec is one input; prefill's batches share each row among
+// several, so that the K types' kernels unpack a block once for all of them
+// (the other types run input by input, prefetching ahead of the rows).
+typedef void (*cpu_dot_fn)(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
+                           size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo);
 
 // After the n / QK_K Q8_K blocks at act, each block's eight sub-block sums
 // (int16 [n / QK_K][8], sum i = bsums[2i] + bsums[2i + 1]): the Q4_K mins
@@ -61,8 +55,7 @@ typedef void (*cpu_swiglu_fn)(float *gate, const float *up, int n);
 
 typedef struct {
     const char *name;                 // "avx512", "avx2", "scalar": which set was chosen
-    cpu_dot_fn dot[GGML_TYPE_COUNT];    // per weight type; every supported type is set
-    cpu_dots_fn dots[GGML_TYPE_COUNT];  // per weight type; NULL: dot, input by input
+    cpu_dot_fn dot[GGML_TYPE_COUNT];  // per weight type; every supported type is set
     cpu_attn_values_fn attn_values;
     cpu_to_f16_fn to_f16;
     cpu_quantize_q8_K_fn quantize_q8_K;
@@ -82,12 +75,12 @@ const cpu_kernels *cpu_kernels_get(void);
 #define CPU_KERNEL_SETS 3
 int cpu_kernels_all(const cpu_kernels *sets[CPU_KERNEL_SETS]);
 
-// The AVX2 + FMA + F16C kernels (matvec_avx2.c): fills dot[] and dots[] for
-// the types it covers and the other kernels. Call only when the CPU has those features.
+// The AVX2 + FMA + F16C kernels (matvec_avx2.c): fills dot[] for the types
+// it covers and the other kernels. Call only when the CPU has those features.
 void cpu_kernels_fill_avx2(cpu_kernels *k);
 
 // The AVX-512 BW/VL + VNNI kernels (matvec_avx512.c): replaces the Q4_K and
-// Q6_K dots and dots of an AVX2 set. Call only when the CPU has those features.
+// Q6_K dots of an AVX2 set. Call only when the CPU has those features.
 void cpu_kernels_fill_avx512(cpu_kernels *k);
 
 #endif

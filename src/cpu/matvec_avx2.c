@@ -102,71 +102,9 @@ ROWS_KERNEL(dot_q5_0, q5_0_row)
 ROWS_KERNEL(dot_q8_0, q8_0_row)
 
 // ---------------------------------------------------------------------------
-// K types x Q8_K (ggml_vec_dot_{q4_K,q6_K}_q8_K; reference: dot_ktype in
-// quant.c): the integer lanes of a block; k_dot (simd_x86.h) does the rest.
-
-// Q4_K (layout in quant.h): chunk c of qs holds sub-block 2c in its low
-// nibbles and 2c+1 in its high ones; maddubs pairs them with the activations
-// into int16 (|.| <= 2 * 15 * 128), madd applies the sub-block's scale.
-static inline __attribute__((always_inline)) void q4k_block(const void *wv, const block_q8_K *a, __m256i *lanes,
-                                                            __m128i *min_lanes) {
-    const block_q4_K *w = wv;
-    const __m128i sm = q4k_scales_mins1(w->scales);
-    *min_lanes = q4k_min_products(sm, a);
-    const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));  // sc0..7 as int16, both halves
-    const __m256i low4 = _mm256_set1_epi8(15);
-    __m256i acc = _mm256_setzero_si256();
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; c++) {
-        const __m256i bits = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * c));
-        const __m256i p_lo =
-            _mm256_maddubs_epi16(_mm256_and_si256(bits, low4), _mm256_loadu_si256((const __m256i *)(a->qs + 64 * c)));
-        const __m256i p_hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bits, 4), low4),
-                                                  _mm256_loadu_si256((const __m256i *)(a->qs + 64 * c + 32)));
-        const __m256i s_lo = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)((4 * c + 1) << 8 | 4 * c)));
-        const __m256i s_hi = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)((4 * c + 3) << 8 | (4 * c + 2))));
-        acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(s_lo, p_lo), _mm256_madd_epi16(s_hi, p_hi)));
-    }
-    *lanes = acc;
-}
-
-// Q6_K (layout in quant.h; runs of q6k_runs): q is used unsigned (0..63,
-// maddubs' unsigned side) and the -32 comes off at once: the sub-blocks are
-// the bsums' groups of 16, so it is 32 * sum_s sc[s] * bsums[s] (|.| < 2^24:
-// exact).
-static inline __attribute__((always_inline)) void q6k_block(const void *wv, const block_q8_K *a, __m256i *lanes,
-                                                            __m128i *min_lanes) {
-    const block_q6_K *w = wv;
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
-    const __m256i offset = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)a->bsums));
-    __m256i acc = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++) {
-        __m256i q[4];
-        q6k_runs(w, h, q);
-        const __m256i sch = q6k_half_scales(sc16, h);
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
-            const __m256i p =
-                _mm256_maddubs_epi16(q[r], _mm256_loadu_si256((const __m256i *)(a->qs + 128 * h + 32 * r)));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(q6k_run_scales(sch, r), p));
-        }
-    }
-    *lanes = acc;
-    *min_lanes = _mm_setzero_si128();
-}
-
-static inline __attribute__((always_inline)) float q4_K_row(const void *w, const void *a, int64_t n) {
-    return k_dot(q4k_block, sizeof(block_q4_K), offsetof(block_q4_K, d), true, w, a, n);
-}
-static inline __attribute__((always_inline)) float q6_K_row(const void *w, const void *a, int64_t n) {
-    return k_dot(q6k_block, sizeof(block_q6_K), offsetof(block_q6_K, d), false, w, a, n);
-}
-ROWS_KERNEL(dot_q4_K, q4_K_row)
-ROWS_KERNEL(dot_q6_K, q6_K_row)
-
-DOTS_KERNEL(dots_q4_K, q4k_dots_tile, k_core_madd, false)
-DOTS_KERNEL(dots_q6_K, q6k_dots_tile, k_core_madd, false)
+// K types x Q8_K: the tiles of simd_x86.h with AVX2's core.
+TILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_madd, false)
+TILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_madd, false)
 
 // ---------------------------------------------------------------------------
 // F32 and F16 weights (reference: exact_dot_f32/f16, src/exact.c, which are
@@ -247,22 +185,25 @@ static inline __attribute__((always_inline)) float f16_f32_row(const seam_f16 *w
     return (float)sum;
 }
 
-static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act, int64_t n,
-                    float *out) {
+static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
+                    size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
     enum { HOISTED = 1024 };  // longer vectors (F16 weight matrices) convert as they go
-    if (n > HOISTED) {
-        dot_rows(f16_row, type, w, row_bytes, n_rows, act, n, out);
-        return;
-    }
-    float y[HOISTED];
-    const seam_f16 *a = act;
-    for (int64_t i = 0; i < n; i++) y[i] = f16_to_f32(a[i]);
-    const uint8_t *base = w;
-    const size_t used = (size_t)n * sizeof(seam_f16);
-    prefetch_start(base, n_rows, row_bytes, used);
-    for (int64_t r = 0; r < n_rows; r++) {
-        prefetch_row(base, r, n_rows, row_bytes, used);
-        out[r] = f16_f32_row((const seam_f16 *)(base + (size_t)r * row_bytes), y, a, n);
+    for (int j = 0; j < n_act; j++) {
+        const seam_f16 *a = (const seam_f16 *)((const uint8_t *)act + (size_t)j * act_stride);
+        float *o = out + (int64_t)j * ldo;
+        if (n > HOISTED) {
+            dot_rows(f16_row, type, w, row_bytes, n_rows, a, n, o);
+            continue;
+        }
+        float y[HOISTED];
+        for (int64_t i = 0; i < n; i++) y[i] = f16_to_f32(a[i]);
+        const uint8_t *base = w;
+        const size_t used = (size_t)n * sizeof(seam_f16);
+        prefetch_start(base, n_rows, row_bytes, used);
+        for (int64_t r = 0; r < n_rows; r++) {
+            prefetch_row(base, r, n_rows, row_bytes, used);
+            o[r] = f16_f32_row((const seam_f16 *)(base + (size_t)r * row_bytes), y, a, n);
+        }
     }
 }
 
@@ -493,8 +434,6 @@ void cpu_kernels_fill_avx2(cpu_kernels *k) {
     k->dot[GGML_TYPE_Q8_0] = dot_q8_0;
     k->dot[GGML_TYPE_Q4_K] = dot_q4_K;
     k->dot[GGML_TYPE_Q6_K] = dot_q6_K;
-    k->dots[GGML_TYPE_Q4_K] = dots_q4_K;
-    k->dots[GGML_TYPE_Q6_K] = dots_q6_K;
     k->attn_values = attn_values;
     k->to_f16 = to_f16;
     k->quantize_q8_K = quantize_q8_K;

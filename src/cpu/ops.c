@@ -31,9 +31,12 @@ void cpu_q8_K_sub_block_sums(void *act, int64_t n) {
 
 // ---------------------------------------------------------------- kernels
 
-static void dot_rows_ref(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act, int64_t n,
-                         float *out) {
-    for (int64_t r = 0; r < n_rows; r++) out[r] = seam_vec_dot(type, (const uint8_t *)w + r * row_bytes, act, n);
+static void dot_rows_ref(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
+                         size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
+    for (int j = 0; j < n_act; j++)
+        for (int64_t r = 0; r < n_rows; r++)
+            out[j * ldo + r] =
+                seam_vec_dot(type, (const uint8_t *)w + r * row_bytes, (const uint8_t *)act + j * act_stride, n);
 }
 
 static void to_f16_ref(seam_f16 *dst, const float *src, int64_t n) {
@@ -89,13 +92,12 @@ int cpu_kernels_all(const cpu_kernels *out[CPU_KERNEL_SETS]) {
 
 // One matvec as a pool job, rows handed out by guided self-scheduling: each
 // grab takes half of what is left divided among the threads, so the first
-// grabs are long contiguous runs (the prefetch needs runs) and the last are
-// small, and all threads finish within a few microseconds of each other --
-// and a thread the OS delays (the cores are shared) leaves its untaken rows
-// to the others. A dozen atomic grabs per thread per matvec.
+// grabs are long contiguous runs and the last are small, and all threads
+// finish within a few microseconds of each other -- and a thread the OS
+// delays (the cores are shared) leaves its untaken rows to the others. A
+// dozen atomic grabs per thread per matvec.
 typedef struct {
     cpu_dot_fn dot;
-    cpu_dots_fn dots;  // several inputs at once; NULL: dot per input
     uint32_t type;
     const uint8_t *w;  // (n_rows, row_bytes)
     uint64_t row_bytes;
@@ -116,21 +118,25 @@ static void matvec_share(void *ctx, int ith, int nth) {
             if (r0 >= j->n_rows) return;
             const int64_t left = j->n_rows - r0;
             take = left / (2 * nth) > j->min_rows ? left / (2 * nth) : j->min_rows;
-            take = (take + 1) & ~(int64_t)1;  // even: the AVX-512 Q4_K kernel takes rows in pairs
             if (take > left) take = left;
         } while (!atomic_compare_exchange_weak(&j->next_row, &r0, r0 + take));
         // every input against this grab of rows while they are in cache
-        const uint8_t *rows = j->w + (uint64_t)r0 * j->row_bytes;
-        if (j->n > 1 && j->dots)
-            j->dots(j->type, rows, j->row_bytes, take, j->act, j->act_stride, j->n, j->cols, j->out + r0, j->ldo);
-        else
-            for (int b = 0; b < j->n; b++)
-                j->dot(j->type, rows, j->row_bytes, take, j->act + b * j->act_stride, j->cols, j->out + b * j->ldo + r0);
+        j->dot(j->type, j->w + (uint64_t)r0 * j->row_bytes, j->row_bytes, take, j->act, j->act_stride, j->n, j->cols,
+               j->out + r0, j->ldo);
     }
 }
 
-// The inputs of a matmul quantised to the weights' activation type, input
-// b into act + b * stride; a batch's inputs are shared out over the pool.
+void cpu_quantize_input(uint32_t act_type, const float *x, void *act, int64_t cols) {
+    if (act_type != GGML_TYPE_Q8_K) {
+        seam_quantize_activation(act_type, x, act, cols);
+        return;
+    }
+    cpu_kernels_get()->quantize_q8_K(x, act, cols);
+    cpu_q8_K_sub_block_sums(act, cols);
+}
+
+// The inputs of a matmul quantised, input b into act + b * stride; a
+// batch's inputs are shared out over the pool.
 typedef struct {
     const float *x;  // (n, ldx)
     int64_t ldx, cols;
@@ -142,16 +148,7 @@ typedef struct {
 
 static void quantize_share(void *ctx, int ith, int nth) {
     const quantize_job *j = ctx;
-    const cpu_kernels *kern = cpu_kernels_get();
-    for (int b = ith; b < j->n; b += nth) {
-        void *act = j->act + b * j->stride;
-        if (j->act_type != GGML_TYPE_Q8_K) {
-            seam_quantize_activation(j->act_type, j->x + b * j->ldx, act, j->cols);
-            continue;
-        }
-        kern->quantize_q8_K(j->x + b * j->ldx, act, j->cols);
-        if (j->n > 1) cpu_q8_K_sub_block_sums(act, j->cols);  // what the several-input kernels take
-    }
+    for (int b = ith; b < j->n; b += nth) cpu_quantize_input(j->act_type, j->x + b * j->ldx, j->act + b * j->stride, j->cols);
 }
 
 void cpu_matmul(seam_pool *pool, const seam_tensor *w, const float *x, int64_t ldx, float *out, int64_t ldo, int n,
@@ -168,9 +165,9 @@ void cpu_matmul(seam_pool *pool, const seam_tensor *w, const float *x, int64_t l
     // the smallest grab: ~16 KiB, a couple of microseconds of reading
     int64_t min_rows = (int64_t)((16u << 10) / (w->row_bytes ? w->row_bytes : 1));
     matvec_job job = {
-        .dot = kern->dot[w->type], .dots = kern->dots[w->type], .type = w->type, .w = w->data, .row_bytes = w->row_bytes,
-        .n_rows = w->rows, .cols = w->cols, .min_rows = min_rows > 1 ? min_rows : 1, .act = scratch,
-        .act_stride = stride, .out = out, .ldo = ldo, .n = n,
+        .dot = kern->dot[w->type], .type = w->type, .w = w->data, .row_bytes = w->row_bytes, .n_rows = w->rows,
+        .cols = w->cols, .min_rows = min_rows > 1 ? min_rows : 1, .act = scratch, .act_stride = stride, .out = out,
+        .ldo = ldo, .n = n,
     };
     pool_run(pool, matvec_share, &job);
 }
@@ -187,8 +184,8 @@ void cpu_rmsnorm(float *out, const float *x, const float *weight, int n, float e
     for (int i = 0; i < n; i++) out[i] = (x[i] * scale) * weight[i];
 }
 
-void cpu_rope(float *vec, int n_heads, int head_dim, int rope_dim, int pos, float base, float freq_scale,
-              bool neox) {
+void cpu_rope(float *q, int n_heads, float *k, int n_kv_heads, int head_dim, int rope_dim, int pos, float base,
+              float freq_scale, bool neox) {
     const float theta_scale = powf(base, -2.0f / (float)rope_dim);
     float cos_t[rope_dim / 2], sin_t[rope_dim / 2];
     float theta = (float)pos;
@@ -198,8 +195,8 @@ void cpu_rope(float *vec, int n_heads, int head_dim, int rope_dim, int pos, floa
         theta *= theta_scale;
     }
     const int half = rope_dim / 2;
-    for (int h = 0; h < n_heads; h++) {
-        float *v = vec + (int64_t)h * head_dim;
+    for (int h = 0; h < n_heads + n_kv_heads; h++) {
+        float *v = h < n_heads ? q + (int64_t)h * head_dim : k + (int64_t)(h - n_heads) * head_dim;
         for (int i = 0; i < half; i++) {
             const int a = neox ? i : 2 * i;
             const int b = neox ? i + half : 2 * i + 1;
@@ -221,7 +218,7 @@ void cpu_attention_head(float *out, const float *q, const seam_f16 *k_cache, con
     kern->to_f16(q16, q, head_dim);
     // scores: each key row . q, the F16 dot (exact_dot_f16's order), then the scale
     kern->dot[GGML_TYPE_F16](GGML_TYPE_F16, k_cache + (int64_t)t0 * stride, (size_t)stride * sizeof(seam_f16), t1 - t0,
-                             q16, head_dim, att + t0);
+                             q16, 0, 1, head_dim, att + t0, 0);
     for (int t = t0; t < t1; t++) att[t] *= scale;
     kern->softmax(att, t0, t1, (t1 + 15) / 16 * 16);
     kern->attn_values(out, att, v_cache, t0, t1, head_dim, stride, acc);

@@ -21,6 +21,11 @@
 void cpu_matvec(seam_pool *pool, const seam_tensor *w, const float *x, float *out, void *scratch);
 uint64_t cpu_matvec_scratch_bytes(int64_t cols);
 
+// x (cols) quantised into act (cpu_matvec_scratch_bytes(cols)) as the dot
+// kernels take it (cpu/kernels.h): act_type's blocks, and for Q8_K the
+// sub-block sums after them.
+void cpu_quantize_input(uint32_t act_type, const float *x, void *act, int64_t cols);
+
 // out[b] (w->rows) = W @ x[b] for b < n; x (n, ldx), out (n, ldo). Each input
 // is quantised into scratch (n * cpu_matvec_scratch_bytes(w->cols)); each
 // grab of weight rows then meets every input while it is in cache, so a batch
@@ -33,13 +38,14 @@ void cpu_matmul(seam_pool *pool, const seam_tensor *w, const float *x, int64_t l
 // squares in double, the scale in float.
 void cpu_rmsnorm(float *out, const float *x, const float *weight, int n, float eps);
 
-// Rotates the first rope_dim dimensions of each of n_heads heads of vec
-// (n_heads, head_dim) for position pos. Angles follow ggml's rope cache:
-// theta starts at pos and is multiplied by base^(-2/rope_dim) per pair; the
-// angle used is freq_scale * theta (linear scaling). NEOX pairs
-// (i, i + rope_dim/2); normal pairs (2i, 2i+1).
-void cpu_rope(float *vec, int n_heads, int head_dim, int rope_dim, int pos, float base, float freq_scale,
-              bool neox);
+// Rotates the first rope_dim dimensions of each of the n_heads heads of q
+// and the n_kv_heads heads of k (heads of head_dim; k may be NULL with 0
+// heads) for position pos: one angle table for both. Angles follow ggml's
+// rope cache: theta starts at pos and is multiplied by base^(-2/rope_dim)
+// per pair; the angle used is freq_scale * theta (linear scaling). NEOX
+// pairs (i, i + rope_dim/2); normal pairs (2i, 2i+1).
+void cpu_rope(float *q, int n_heads, float *k, int n_kv_heads, int head_dim, int rope_dim, int pos, float base,
+              float freq_scale, bool neox);
 
 // One query head against the cached keys and values of its KV head:
 //   out (head_dim) = softmax(q . K[t0..t1) * scale) @ V[t0..t1)

@@ -1,7 +1,8 @@
 // simd_x86.h — what the AVX2 and AVX-512 kernels (matvec_avx2.c,
 // matvec_avx512.c) share: the float arithmetic of a quantised dot, the
-// Q4_K scale unpacking and the row loop. Each file includes it under its
-// own target flags, so these compile to that file's instruction set.
+// K-type block unpacking, the K-type tile and the row loop. Each file
+// includes it under its own target flags, so these compile to that file's
+// instruction set.
 //
 // The float arithmetic is the reference's (quant.c), which is llama.cpp's
 // AVX2 kernels': each block's integer products are summed exactly into
@@ -9,8 +10,8 @@
 // and each lane is folded into its own float accumulator with one fused
 // multiply-add by the block's scale; the eight accumulators are added
 // pairwise at the end. A kernel may form the integer lanes any way it likes
-// (integer sums are exact); the float steps below are the only ones, so
-// every kernel returns bitwise what seam_vec_dot returns.
+// (integer sums are exact); the float steps are the only ones, so every
+// kernel returns bitwise what seam_vec_dot returns.
 #ifndef SEAM_CPU_SIMD_X86_H
 #define SEAM_CPU_SIMD_X86_H
 
@@ -68,18 +69,6 @@ static inline __m128i q4k_scales_mins1(const uint8_t *scales) {
     return _mm256_castsi256_si128(q4k_scales_mins(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)scales))));
 }
 
-// The eight sub-block sums of a Q8_K block (32 activations each), as int16:
-// its sixteen bsums added in pairs (|sum| <= 4096: no overflow).
-static inline __m128i q8k_sub_block_sums(const block_q8_K *a) {
-    return _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)a->bsums), _mm_loadu_si128((const __m128i *)a->bsums + 1));
-}
-
-// The four lanes of a Q4_K block's mins' term: each sub-block sum times its
-// min, pairs of sub-blocks added (lane k: 2k and 2k + 1).
-static inline __m128i q4k_min_products(const __m128i sm, const block_q8_K *a) {
-    return _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), q8k_sub_block_sums(a));
-}
-
 // Q6_K (layout in quant.h), half h of a block: four runs of 32 weights as
 // unsigned bytes 0..63 (run r: sub-blocks 2r, 2r + 1 of the half). The
 // 2-bit parts of qh are moved to bits 4-5 by whole-register shifts and masked.
@@ -109,59 +98,18 @@ static inline __m256i q6k_run_scales(__m256i sch, int r) {
                                                      _mm_set1_epi16((short)((4 * r + 1) << 8 | 4 * r))));
 }
 
-// One K block's exact integer lanes (eight, as the header says; Q6_K's -32
-// offset included) and, for Q4_K, the four lanes of its mins' term (lane k:
-// sub-blocks 2k and 2k+1).
-typedef void (*k_block_fn)(const void *w, const block_q8_K *a, __m256i *lanes, __m128i *min_lanes);
-
-// A Q4_K/Q5_K block's two float scales as the reference forms them, from
-// its adjacent f16 d and dmin: [da * d, -da * dmin, 0, 0] in one conversion
-// and one multiply (the same IEEE products as two scalar ones).
-static inline __m128 k_scales_dmin(const void *d_dmin, float da) {
-    uint32_t u;
-    memcpy(&u, d_dmin, sizeof u);
-    return _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)u)), _mm_setr_ps(da, -da, 0.0f, 0.0f));
-}
-
-// A row of n / QK_K K blocks of block_bytes each (reference: dot_ktype in
-// quant.c): per block, acc += (da * d) * lanes and, for a type with mins
-// (their dmin the f16 after d), acc_m += (-da * dmin) * min_lanes; then the
-// pairwise sums.
-static inline __attribute__((always_inline)) float k_dot(k_block_fn block, size_t block_bytes, int d_off, bool mins,
-                                                         const void *w, const void *av, int64_t n) {
-    const block_q8_K *a = av;
-    __m256 acc = _mm256_setzero_ps();
-    __m128 acc_m = _mm_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        const uint8_t *wb = (const uint8_t *)w + b * block_bytes;
-        __m256i lanes;
-        __m128i min_lanes;
-        block(wb, &a[b], &lanes, &min_lanes);
-        if (mins) {
-            const __m128 sc = k_scales_dmin(wb + d_off, a[b].d);
-            acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(sc), _mm256_cvtepi32_ps(lanes), acc);
-            acc_m = _mm_fmadd_ps(_mm_permute_ps(sc, 0x55), _mm_cvtepi32_ps(min_lanes), acc_m);
-        } else {
-            seam_f16 d;
-            memcpy(&d, wb + d_off, sizeof d);
-            acc = acc_lanes(acc, a[b].d * f16_to_f32(d), lanes);
-        }
-    }
-    return hsum8(acc) + hsum4(acc_m);
-}
-
 // ---------------------------------------------------------------------------
-// Several inputs against each weight row (prefill): the K-type dots of one
-// row with up to DOTS_TILE activation rows at once.
+// The K-type dots (ggml_vec_dot_{q4_K,q6_K}_q8_K; reference: dot_ktype in
+// quant.c): one weight row against up to DOTS_TILE inputs at once.
 //
 // A prompt's tokens meet the same weight rows, so the work that depends only
 // on the weights -- unpacking the quants to bytes, spreading the sub-block
 // scales over the lanes, converting d and dmin -- is done once per block and
 // row and kept in registers while every input of the tile passes over it.
 // What is left per (block, input) is the integer core below -- the
-// multiplies, the bound on this path -- and the float steps of k_dot. Each
-// input's lanes and float steps are exactly k_dot's: the result is bitwise
-// the one-row kernel's.
+// multiplies, the bound here -- and the reference's float steps. Decode is a
+// tile of one input: the same code, and the fastest decode kernel measured
+// too (it keeps the multiplies to the VNNI core's three per two runs).
 #define DOTS_TILE 4  // inputs per tile: with a block's quants and scales, what 32 registers hold
 
 // A block's quants as eight runs of 32 bytes (q[i]: weights 32i..32i+31,
@@ -187,9 +135,12 @@ static inline __attribute__((always_inline)) void k_core_madd(int nb, const __m2
         }
 }
 
-// Q4_K: one row (its n / QK_K blocks) against nb inputs (act + j * act_stride,
-// each with its sub-block sums): out[j * ldo] = k_dot of q4k_block. Run i is
-// sub-block i.
+// Q4_K (layout in quant.h): one row (its n / QK_K blocks) against nb inputs
+// (act + j * act_stride, each with its sub-block sums): out[j * ldo] =
+// seam_vec_dot. Chunk c of qs holds sub-block (run) 2c in its low nibbles
+// and 2c + 1 in its high ones; per block, lanes and mins' lanes as the
+// reference forms them, acc += (da * d) * lanes, acc_m += (-da * dmin) *
+// min_lanes; then the pairwise sums.
 static inline __attribute__((always_inline)) void q4k_dots_tile(k_core_fn core, bool pairs, int nb, const void *row,
                                                                 const uint8_t *act, size_t act_stride, int64_t n,
                                                                 float *out, int64_t ldo) {
@@ -215,7 +166,7 @@ static inline __attribute__((always_inline)) void q4k_dots_tile(k_core_fn core, 
             for (int i = 0; i < 8; i++) s[i] = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)((2 * i + 1) << 8 | 2 * i)));
         uint32_t d_dmin;
         memcpy(&d_dmin, &w->d, sizeof d_dmin);
-        // d and -dmin in every lane: times da, k_scales_dmin's products (da * d, -da * dmin)
+        // d and -dmin in every lane: times da, the reference's products (da * d, -da * dmin)
         const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)d_dmin));
         const __m256 d8 = _mm256_broadcastss_ps(dd);
         const __m128 neg_dmin4 = _mm_xor_ps(_mm_permute_ps(dd, 0x55), _mm_set1_ps(-0.0f));
@@ -240,8 +191,10 @@ static inline __attribute__((always_inline)) void q4k_dots_tile(k_core_fn core, 
     for (int j = 0; j < nb; j++) out[j * ldo] = hsum8(acc[j]) + hsum4(acc_m[j]);
 }
 
-// Q6_K: the same for q6k_block (the -32 offset through the bsums). Run i is
-// sub-blocks 2i (its low 16 bytes) and 2i + 1 (its high 16).
+// Q6_K: the same (run i is sub-blocks 2i, its low 16 bytes, and 2i + 1, its
+// high 16). q is used unsigned (0..63, the unsigned side of the byte
+// products) and the -32 comes off at once: the sub-blocks are the bsums'
+// groups of 16, so it is 32 * sum_s sc[s] * bsums[s] (|.| < 2^24: exact).
 static inline __attribute__((always_inline)) void q6k_dots_tile(k_core_fn core, bool pairs, int nb, const void *row,
                                                                 const uint8_t *act, size_t act_stride, int64_t n,
                                                                 float *out, int64_t ldo) {
@@ -284,13 +237,13 @@ static inline __attribute__((always_inline)) void q6k_dots_tile(k_core_fn core, 
 typedef void (*dots_tile_fn)(k_core_fn core, bool pairs, int nb, const void *row, const uint8_t *act,
                              size_t act_stride, int64_t n, float *out, int64_t ldo);
 
-// The cpu_dots_fn loop over a tile body: inputs DOTS_TILE at a time (the last
-// tile narrower, each width its own unrolled copy), each tile over every row,
-// so that the tile's inputs stay in L1 while the rows come from L2.
-static inline __attribute__((always_inline)) void dots_rows(dots_tile_fn tile, k_core_fn core, bool pairs,
-                                                            const void *w, size_t row_bytes, int64_t n_rows,
-                                                            const void *act, size_t act_stride, int n_act, int64_t n,
-                                                            float *out, int64_t ldo) {
+// The cpu_dot_fn of a tile body and a core: inputs DOTS_TILE at a time (the
+// last tile narrower, each width its own unrolled copy), each tile over
+// every row, so that the tile's inputs stay in L1 while the rows stream by.
+static inline __attribute__((always_inline)) void tiles_rows(dots_tile_fn tile, k_core_fn core, bool pairs,
+                                                             const void *w, size_t row_bytes, int64_t n_rows,
+                                                             const void *act, size_t act_stride, int n_act, int64_t n,
+                                                             float *out, int64_t ldo) {
     _Static_assert(DOTS_TILE == 4, "the switch below covers widths 1..4");
     const uint8_t *base = w, *a = act;
     for (int j = 0; j < n_act; j += DOTS_TILE) {
@@ -308,12 +261,11 @@ static inline __attribute__((always_inline)) void dots_rows(dots_tile_fn tile, k
     }
 }
 
-// The cpu_dots_fn of a tile body and a core.
-#define DOTS_KERNEL(name, tile, core, pairs)                                                                        \
+#define TILE_KERNEL(name, tile, core, pairs)                                                                        \
     static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,             \
                      size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {                          \
         (void)type;                                                                                                 \
-        dots_rows(tile, core, pairs, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);                    \
+        tiles_rows(tile, core, pairs, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);                   \
     }
 
 // ---------------------------------------------------------------------------
@@ -365,11 +317,13 @@ static inline __attribute__((always_inline)) void dot_rows(row_dot_fn dot, uint3
     }
 }
 
-// The cpu_dot_fn of a one-row dot.
-#define ROWS_KERNEL(name, row_dot)                                                                               \
-    static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act, int64_t n, \
-                     float *out) {                                                                               \
-        dot_rows(row_dot, type, w, row_bytes, n_rows, act, n, out);                                              \
+// The cpu_dot_fn of a one-row dot: the rows for each input in turn.
+#define ROWS_KERNEL(name, row_dot)                                                                                 \
+    static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,             \
+                     size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {                          \
+        for (int j = 0; j < n_act; j++)                                                                             \
+            dot_rows(row_dot, type, w, row_bytes, n_rows, (const uint8_t *)act + (size_t)j * act_stride, n,         \
+                     out + (int64_t)j * ldo);                                                                       \
     }
 
 #endif
