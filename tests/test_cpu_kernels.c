@@ -107,11 +107,11 @@ static const cpu_kernels *scalar_set(void) {
     return sets[0];
 }
 
-// Three rows against 1..7 inputs at once through a fast kernel (the K
-// types' tiles of every width and their mixes) and through the scalar set,
+// Three rows against 1..11 inputs at once through a fast kernel (the
+// tiles of every width and their mixes) and through the scalar set,
 // each (row, input) bitwise seam_vec_dot.
 static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, uint64_t *rng) {
-    enum { ROWS = 3, INPUTS = 7, LDO = ROWS + 2 };
+    enum { ROWS = 3, INPUTS = 11, LDO = ROWS + 2 };
     const cpu_kernels *ref = scalar_set();
     const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)n);
     uint8_t *w = malloc(ROWS * row_bytes);
@@ -126,7 +126,7 @@ static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, ui
     for (int j = 0; j < INPUTS; j++) {
         void *a = random_activations(act_type, n, rng);
         memcpy(act + j * stride, a, ggml_row_bytes(act_type, (uint64_t)n));
-        if (act_type == GGML_TYPE_Q8_K) cpu_q8_K_sub_block_sums(act + j * stride, n);
+        cpu_input_extras(act_type, act + j * stride, n);
         free(a);
     }
     float got[INPUTS * LDO], want[INPUTS * LDO];
@@ -262,6 +262,34 @@ Test(kernels, quantize_q8_K_bitwise) {
             for (int b = 0; b < N / QK_K; b++)
                 cr_assert(memcmp(&got[b], &want[b], sizeof want[b]) == 0,
                           "quantize_q8_K (%s): block %d of rep %d differs", sets[i]->name, b, rep);
+        }
+    }
+}
+
+// Q8_0 activations: normal rows, a zero block, a subnormal largest value
+// (an infinite multiplier), ties at the rounding's halves, NaN and infinity.
+Test(kernels, quantize_q8_0_bitwise) {
+    const cpu_kernels *sets[CPU_KERNEL_SETS];
+    const int n_sets = cpu_kernels_all(sets);
+    enum { N = 6 * QK8_0 };
+    uint64_t rng = 12;
+    float x[N];
+    for (int rep = 0; rep < 200; rep++) {
+        for (int i = 0; i < N; i++) x[i] = ldexpf(test_rng_normal(&rng), rep % 30 - 15);
+        for (int i = QK8_0; i < 2 * QK8_0; i++) x[i] = 0.0f;             // block 1: zero
+        x[2 * QK8_0] = 0x1p-140f, x[2 * QK8_0 + 1] = -0x1p-141f;         // block 2: subnormal
+        for (int i = 2 * QK8_0 + 2; i < 3 * QK8_0; i++) x[i] = 0.0f;
+        x[3 * QK8_0] = 127.0f, x[3 * QK8_0 + 1] = 2.5f, x[3 * QK8_0 + 2] = -3.5f;  // block 3: exact halves
+        if (rep % 5 == 0) x[4 * QK8_0 + rep % QK8_0] = NAN;              // block 4: a NaN
+        if (rep % 7 == 0) x[5 * QK8_0 + rep % QK8_0] = -INFINITY;        // block 5: an infinity
+        block_q8_0 want[N / QK8_0], got[N / QK8_0];
+        sets[0]->quantize_q8_0(x, want, N);
+        for (int i = 1; i < n_sets; i++) {
+            memset(got, 0x5a, sizeof got);
+            sets[i]->quantize_q8_0(x, got, N);
+            for (int b = 0; b < N / QK8_0; b++)
+                cr_assert(memcmp(&got[b], &want[b], sizeof want[b]) == 0,
+                          "quantize_q8_0 (%s): block %d of rep %d differs", sets[i]->name, b, rep);
         }
     }
 }

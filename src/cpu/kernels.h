@@ -15,8 +15,8 @@
 // Rows 0..n_rows-1 of a matrix (row r at w + r * row_bytes, n weights of
 // `type` each; row_bytes at least ggml_row_bytes(type, n)) against n_act
 // inputs (input j at act + j * act_stride, as cpu_quantize_input leaves it:
-// n activations in seam_vec_dot_type(type), a K type's with its sub-block
-// sums after the blocks):
+// n activations in seam_vec_dot_type(type) with the extras below after the
+// blocks):
 //   out[j * ldo + r] = seam_vec_dot(type, row r, input j, n)
 // Decode's matvec is one input; prefill's batches share each row among
 // several, so that the K types' kernels unpack a block once for all of them
@@ -24,14 +24,20 @@
 typedef void (*cpu_dot_fn)(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
                            size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo);
 
-// After the n / QK_K Q8_K blocks at act, each block's eight sub-block sums
-// (int16 [n / QK_K][8], sum i = bsums[2i] + bsums[2i + 1]): the Q4_K mins
-// meet them once per (block, input, row), so they are formed once per input
-// instead. Needs CPU_Q8_K_SUMS_BYTES(n) bytes past the blocks.
-#define CPU_Q8_K_SUMS_BYTES(n) ((size_t)(n) / QK_K * 8 * sizeof(int16_t))
-void cpu_q8_K_sub_block_sums(void *act, int64_t n);
+// What the tiles take per block besides an input's blocks, after them
+// (cpu_quantize_input writes it; CPU_INPUT_EXTRA_BYTES(n) bytes):
+//   Q8_K: each block's eight sub-block sums (int16 [n / QK_K][8], sum i =
+//         bsums[2i] + bsums[2i + 1]), which the Q4_K mins meet;
+//   Q8_0: each block's scale as f32 (float [n / QK8_0]).
+// A tile meets them once per (block, input, row), so they are formed once
+// per input.
+#define CPU_INPUT_EXTRA_BYTES(n) ((size_t)(n) / QK_K * 8 * sizeof(int16_t) + (size_t)(n) / QK8_0 * sizeof(float))
+void cpu_input_extras(uint32_t act_type, void *act, int64_t n);
 static inline const int16_t *cpu_q8_K_sums_of(const void *act, int64_t n) {
     return (const int16_t *)((const block_q8_K *)act + n / QK_K);
+}
+static inline const float *cpu_q8_0_scales_of(const void *act, int64_t n) {
+    return (const float *)((const block_q8_0 *)act + n / QK8_0);
 }
 
 // An attention head's weighted sum of values, the contract of
@@ -48,6 +54,9 @@ typedef void (*cpu_to_f16_fn)(seam_f16 *dst, const float *src, int64_t n);
 // seam_quantize_row_q8_K: the activations of every K-type matvec.
 typedef void (*cpu_quantize_q8_K_fn)(const float *x, block_q8_K *y, int64_t n);
 
+// seam_quantize_row_q8_0: the activations of every 32-wide matvec.
+typedef void (*cpu_quantize_q8_0_fn)(const float *x, block_q8_0 *y, int64_t n);
+
 // exact_softmax and exact_swiglu (src/exact.h): llama.cpp's softmax of an
 // attention row and its SwiGLU, with its vector expf.
 typedef void (*cpu_softmax_fn)(float *x, int t0, int t1, int n);
@@ -59,6 +68,7 @@ typedef struct {
     cpu_attn_values_fn attn_values;
     cpu_to_f16_fn to_f16;
     cpu_quantize_q8_K_fn quantize_q8_K;
+    cpu_quantize_q8_0_fn quantize_q8_0;
     cpu_softmax_fn softmax;
     cpu_swiglu_fn swiglu;
 } cpu_kernels;

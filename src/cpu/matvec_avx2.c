@@ -24,87 +24,19 @@
 #endif
 
 // ---------------------------------------------------------------------------
-// Helpers
+// 32-wide types x Q8_0 and K types x Q8_K: the tiles of simd_x86.h with
+// AVX2's cores.
 
-// Eight int32 lanes of signed x . signed y over 32 bytes, in pairs of four:
-// maddubs wants its first operand unsigned, so move x's sign onto y.
-static inline __m256i dot_i8(__m256i x, __m256i y) {
-    const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
-    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+// Eight int32 lanes of |q| . s over 32 bytes, in fours (|q| <= 128 unsigned,
+// |s| <= 127: maddubs' pairs stay below 2^15), then summed in pairs.
+static inline __attribute__((always_inline)) __m256i i8_core_madd(__m256i abs_q, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_q, s), _mm256_set1_epi16(1));
 }
-
-// ---------------------------------------------------------------------------
-// 32-wide types x Q8_0 (ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0; reference:
-// dot_32wide in quant.c).
-
-// Block b of a row as 32 signed bytes q (w = d * q), per quant.c's unpack_32.
-typedef __m256i (*unpack32_fn)(const void *row, int64_t b, float *d);
-
-// Q4_0: | d | qs[16] |, weight j in the low nibble of qs[j], j+16 in the high.
-static inline __m256i nibbles_32(const uint8_t *qs) {
-    const __m128i lo = _mm_loadu_si128((const __m128i *)qs);
-    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(lo, 4), lo);
-    return _mm256_and_si256(both, _mm256_set1_epi8(15));
-}
-
-static inline __m256i unpack_q4_0(const void *row, int64_t b, float *d) {
-    const block_q4_0 *x = (const block_q4_0 *)row + b;
-    *d = f16_to_f32(x->d);
-    return _mm256_sub_epi8(nibbles_32(x->qs), _mm256_set1_epi8(8));
-}
-
-// Q5_0: | d | qh[4] | qs[16] |, bit j of qh is bit 4 of weight j; q = v - 16.
-// Spread bit j of qh to byte j (0xff where set), then q = nibble | (set ? 0 :
-// 0xf0): the high nibble 0xf0 is the -16 of an unset fifth bit.
-static inline __m256i unpack_q5_0(const void *row, int64_t b, float *d) {
-    const block_q5_0 *x = (const block_q5_0 *)row + b;
-    *d = f16_to_f32(x->d);
-    uint32_t qh;
-    memcpy(&qh, x->qh, sizeof qh);
-    const __m256i byte_of_bit =
-        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000);
-    __m256i bits = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), byte_of_bit);
-    bits = _mm256_or_si256(bits, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));  // all but bit j%8 set
-    const __m256i set = _mm256_cmpeq_epi8(bits, _mm256_set1_epi64x(-1));
-    return _mm256_or_si256(nibbles_32(x->qs), _mm256_andnot_si256(set, _mm256_set1_epi8((char)0xf0)));
-}
-
-static inline __m256i unpack_q8_0(const void *row, int64_t b, float *d) {
-    const block_q8_0 *x = (const block_q8_0 *)row + b;
-    *d = f16_to_f32(x->d);
-    return _mm256_loadu_si256((const __m256i *)x->qs);
-}
-
-// The block's eight lanes of q . a, then acc += (d * da) * lanes.
-static inline float dot_32wide(unpack32_fn unpack, const void *w, const void *act, int64_t n) {
-    const block_q8_0 *a = act;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK8_0; b++) {
-        float d;
-        const __m256i q = unpack(w, b, &d);
-        acc = acc_lanes(acc, d * f16_to_f32(a[b].d), dot_i8(q, _mm256_loadu_si256((const __m256i *)a[b].qs)));
-    }
-    return hsum8(acc);
-}
-
-// One instance per type, so that each unpack inlines into its loop.
-static inline __attribute__((always_inline)) float q4_0_row(const void *w, const void *a, int64_t n) {
-    return dot_32wide(unpack_q4_0, w, a, n);
-}
-static inline __attribute__((always_inline)) float q5_0_row(const void *w, const void *a, int64_t n) {
-    return dot_32wide(unpack_q5_0, w, a, n);
-}
-static inline __attribute__((always_inline)) float q8_0_row(const void *w, const void *a, int64_t n) {
-    return dot_32wide(unpack_q8_0, w, a, n);
-}
-ROWS_KERNEL(dot_q4_0, q4_0_row)
-ROWS_KERNEL(dot_q5_0, q5_0_row)
-ROWS_KERNEL(dot_q8_0, q8_0_row)
-
-// ---------------------------------------------------------------------------
-// K types x Q8_K: the tiles of simd_x86.h with AVX2's core.
-TILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_madd, false)
-TILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_madd, false)
+WIDE32_KERNEL(dot_q4_0, unpack_q4_0, i8_core_madd)
+WIDE32_KERNEL(dot_q5_0, unpack_q5_0, i8_core_madd)
+WIDE32_KERNEL(dot_q8_0, unpack_q8_0, i8_core_madd)
+KTILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_madd, false)
+KTILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_madd, false)
 
 // ---------------------------------------------------------------------------
 // F32 and F16 weights (reference: exact_dot_f32/f16, src/exact.c, which are
@@ -227,6 +159,35 @@ static void to_f16(seam_f16 *dst, const float *src, int64_t n) {
         }
     }
     for (; i < n; i++) dst[i] = to_f16_1(src[i]);
+}
+
+// ---------------------------------------------------------------------------
+// Q8_0 activations (reference: seam_quantize_row_q8_0, llama.cpp's x86
+// quantize_row_q8_0): the largest magnitude (NaN-blind, as the reference's
+// comparisons), d = amax / 127 and the multiplier 127 / amax as scalars,
+// then each x * id clamped (a NaN product to 127, as fminf then fmaxf give)
+// and rounded half to even, 32 at a time.
+static void quantize_q8_0(const float *x, block_q8_0 *y, int64_t n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < n / QK8_0; b++, x += QK8_0) {
+        __m256 m = _mm256_setzero_ps();
+        for (int j = 0; j < QK8_0; j += 8) m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), m);
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        const float amax = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+        const float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
+        y[b].d = to_f16_1(d);
+        const __m256 vid = _mm256_set1_ps(id);
+        __m256i q[4];
+        for (int k = 0; k < 4; k++) {
+            const __m256 p = _mm256_min_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), vid), _mm256_set1_ps(127.f));
+            const __m256 r = _mm256_round_ps(_mm256_max_ps(p, _mm256_set1_ps(-127.f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            q[k] = _mm256_cvtps_epi32(r);
+        }
+        // int32 -> int8 in order: packs work within 128-bit lanes, a permute puts the dwords back
+        const __m256i w16 = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        _mm256_storeu_si256((__m256i *)y[b].qs, _mm256_permutevar8x32_epi32(w16, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -437,6 +398,7 @@ void cpu_kernels_fill_avx2(cpu_kernels *k) {
     k->attn_values = attn_values;
     k->to_f16 = to_f16;
     k->quantize_q8_K = quantize_q8_K;
+    k->quantize_q8_0 = quantize_q8_0;
     k->softmax = softmax;
     k->swiglu = swiglu;
 }

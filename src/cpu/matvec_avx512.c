@@ -1,6 +1,6 @@
-// matvec_avx512.c — the K-type dots with AVX-512 VL + VNNI (compiled with
+// matvec_avx512.c — the quantised dots with AVX-512 VL + VNNI (compiled with
 // -mavx512f -mavx512bw -mavx512vl -mavx512vnni; reached only after a run-time
-// feature check): the tiles of simd_x86.h with a core of VNNI instructions
+// feature check): the tiles of simd_x86.h with cores of VNNI instructions
 // on 256-bit registers, whose 32 registers also hold a tile's four inputs
 // next to a block's quants and scales. The other kernels are the AVX2 set's.
 //
@@ -32,11 +32,22 @@ static inline __attribute__((always_inline)) void k_core_vnni(int nb, const __m2
             lanes[j] = _mm256_dpwssd_epi32(lanes[j], both, s[k]);
         }
 }
-TILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_vnni, true)
-TILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_vnni, true)
+KTILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_vnni, true)
+KTILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_vnni, true)
+
+// The 32-wide types' byte core: one dpbusd, straight into the lanes.
+static inline __attribute__((always_inline)) __m256i i8_core_vnni(__m256i abs_q, __m256i s) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), abs_q, s);
+}
+WIDE32_KERNEL(dot_q4_0, unpack_q4_0, i8_core_vnni)
+WIDE32_KERNEL(dot_q5_0, unpack_q5_0, i8_core_vnni)
+WIDE32_KERNEL(dot_q8_0, unpack_q8_0, i8_core_vnni)
 
 void cpu_kernels_fill_avx512(cpu_kernels *k) {
     k->name = "avx512";
     k->dot[GGML_TYPE_Q4_K] = dot_q4_K;
     k->dot[GGML_TYPE_Q6_K] = dot_q6_K;
+    k->dot[GGML_TYPE_Q4_0] = dot_q4_0;
+    k->dot[GGML_TYPE_Q5_0] = dot_q5_0;
+    k->dot[GGML_TYPE_Q8_0] = dot_q8_0;
 }

@@ -17,16 +17,22 @@
 #endif
 
 uint64_t cpu_matvec_scratch_bytes(int64_t cols) {
-    // The largest activation format per element is f32 (Q8_K and its
-    // sub-block sums take 1.2 bytes).
+    // The largest activation format per element is f32 (Q8_K and Q8_0 with
+    // their extras take 1.2 and 1.2 bytes).
     return (uint64_t)cols * sizeof(float) + 64;
 }
 
-void cpu_q8_K_sub_block_sums(void *act, int64_t n) {
-    const block_q8_K *y = act;
-    int16_t *sums = (int16_t *)(y + n / QK_K);
-    for (int64_t b = 0; b < n / QK_K; b++)
-        for (int i = 0; i < 8; i++) sums[8 * b + i] = (int16_t)(y[b].bsums[2 * i] + y[b].bsums[2 * i + 1]);
+void cpu_input_extras(uint32_t act_type, void *act, int64_t n) {
+    if (act_type == GGML_TYPE_Q8_K) {
+        const block_q8_K *y = act;
+        int16_t *sums = (int16_t *)(y + n / QK_K);
+        for (int64_t b = 0; b < n / QK_K; b++)
+            for (int i = 0; i < 8; i++) sums[8 * b + i] = (int16_t)(y[b].bsums[2 * i] + y[b].bsums[2 * i + 1]);
+    } else if (act_type == GGML_TYPE_Q8_0) {
+        const block_q8_0 *y = act;
+        float *scales = (float *)(y + n / QK8_0);
+        for (int64_t b = 0; b < n / QK8_0; b++) scales[b] = seam_f16_to_f32(y[b].d);
+    }
 }
 
 // ---------------------------------------------------------------- kernels
@@ -54,6 +60,7 @@ static void kernels_init(void) {
     k->attn_values = exact_attention_values;
     k->to_f16 = to_f16_ref;
     k->quantize_q8_K = seam_quantize_row_q8_K;
+    k->quantize_q8_0 = seam_quantize_row_q8_0;
     k->softmax = exact_softmax;
     k->swiglu = exact_swiglu;
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -127,12 +134,11 @@ static void matvec_share(void *ctx, int ith, int nth) {
 }
 
 void cpu_quantize_input(uint32_t act_type, const float *x, void *act, int64_t cols) {
-    if (act_type != GGML_TYPE_Q8_K) {
-        seam_quantize_activation(act_type, x, act, cols);
-        return;
-    }
-    cpu_kernels_get()->quantize_q8_K(x, act, cols);
-    cpu_q8_K_sub_block_sums(act, cols);
+    const cpu_kernels *kern = cpu_kernels_get();
+    if (act_type == GGML_TYPE_Q8_K) kern->quantize_q8_K(x, act, cols);
+    else if (act_type == GGML_TYPE_Q8_0) kern->quantize_q8_0(x, act, cols);
+    else seam_quantize_activation(act_type, x, act, cols);
+    cpu_input_extras(act_type, act, cols);
 }
 
 // The inputs of a matmul quantised, input b into act + b * stride; a
@@ -293,11 +299,19 @@ static void gelu_table_init(void) {
 
 void cpu_geglu(float *gate, const float *up, int n) {
     pthread_once(&gelu_once, gelu_table_init);
-    for (int i = 0; i < n; i++) {
-        const float g = gate[i];
-        if (g <= -10.0f) gate[i] = 0.0f;
-        else if (g >= 10.0f) gate[i] = g * up[i];
-        else gate[i] = seam_f16_to_f32(gelu_table[seam_f32_to_f16(g)]) * up[i];
+    const cpu_kernels *kern = cpu_kernels_get();
+    enum { CHUNK = 256 };
+    seam_f16 g16[CHUNK];  // the lookups' keys, converted a chunk at a time by the fast kernel
+    for (int i0 = 0; i0 < n; i0 += CHUNK) {
+        const int m = n - i0 < CHUNK ? n - i0 : CHUNK;
+        kern->to_f16(g16, gate + i0, m);
+        for (int k = 0; k < m; k++) {
+            const int i = i0 + k;
+            const float g = gate[i];
+            if (g <= -10.0f) gate[i] = 0.0f;
+            else if (g >= 10.0f) gate[i] = g * up[i];
+            else gate[i] = seam_f16_to_f32(gelu_table[g16[k]]) * up[i];
+        }
     }
 }
 

@@ -99,8 +99,88 @@ static inline __m256i q6k_run_scales(__m256i sch, int r) {
 }
 
 // ---------------------------------------------------------------------------
+// The 32-wide types x Q8_0 (ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0; reference:
+// dot_32wide in quant.c): one weight row against up to WIDE32_TILE inputs,
+// each block unpacked to 32 signed bytes once for all of them. Per (block,
+// input), the core forms eight int32 lanes of q . a in fours, and acc +=
+// (d * da) * lanes.
+
+// Block b of a row as 32 signed bytes q (w = d * q), per quant.c's unpack_32.
+typedef __m256i (*unpack32_fn)(const void *row, int64_t b, float *d);
+
+// Q4_0: | d | qs[16] |, weight j in the low nibble of qs[j], j+16 in the high.
+static inline __m256i nibbles_32(const uint8_t *qs) {
+    const __m128i lo = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(lo, 4), lo);
+    return _mm256_and_si256(both, _mm256_set1_epi8(15));
+}
+
+static inline __m256i unpack_q4_0(const void *row, int64_t b, float *d) {
+    const block_q4_0 *x = (const block_q4_0 *)row + b;
+    *d = f16_to_f32(x->d);
+    return _mm256_sub_epi8(nibbles_32(x->qs), _mm256_set1_epi8(8));
+}
+
+// Q5_0: | d | qh[4] | qs[16] |, bit j of qh is bit 4 of weight j; q = v - 16.
+// Spread bit j of qh to byte j (0xff where set), then q = nibble | (set ? 0 :
+// 0xf0): the high nibble 0xf0 is the -16 of an unset fifth bit.
+static inline __m256i unpack_q5_0(const void *row, int64_t b, float *d) {
+    const block_q5_0 *x = (const block_q5_0 *)row + b;
+    *d = f16_to_f32(x->d);
+    uint32_t qh;
+    memcpy(&qh, x->qh, sizeof qh);
+    const __m256i byte_of_bit =
+        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000);
+    __m256i bits = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), byte_of_bit);
+    bits = _mm256_or_si256(bits, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));  // all but bit j%8 set
+    const __m256i set = _mm256_cmpeq_epi8(bits, _mm256_set1_epi64x(-1));
+    return _mm256_or_si256(nibbles_32(x->qs), _mm256_andnot_si256(set, _mm256_set1_epi8((char)0xf0)));
+}
+
+static inline __m256i unpack_q8_0(const void *row, int64_t b, float *d) {
+    const block_q8_0 *x = (const block_q8_0 *)row + b;
+    *d = f16_to_f32(x->d);
+    return _mm256_loadu_si256((const __m256i *)x->qs);
+}
+
+// A file's byte core: eight int32 lanes of abs_q . s in fours, where abs_q
+// is |q| as unsigned bytes (<= 128) and s the activations with q's signs
+// moved onto them (|s| <= 127), so that unsigned-by-signed products serve a
+// signed dot.
+typedef __m256i (*i8_core_fn)(__m256i abs_q, __m256i s);
+
+// Inputs per tile: with a block's quants and scales, what 32 registers hold
+// of the inputs' accumulators (a K block keeps 16 registers of quants and
+// scales; a 32-wide block two).
+#define KTILE 4
+#define WIDE32_TILE 8
+#define TILE_MAX 8
+
+static inline __attribute__((always_inline)) void wide32_tile(unpack32_fn unpack, i8_core_fn core, int nb,
+                                                              const void *row, const uint8_t *act, size_t act_stride,
+                                                              int64_t n, float *out, int64_t ldo) {
+    __m256 acc[TILE_MAX];
+    for (int j = 0; j < nb; j++) acc[j] = _mm256_setzero_ps();
+    const float *da[TILE_MAX];  // the inputs' block scales (cpu_input_extras)
+    for (int j = 0; j < nb; j++) da[j] = cpu_q8_0_scales_of(act + j * act_stride, n);
+    for (int64_t b = 0; b < n / QK8_0; b++) {
+        float d;
+        const __m256i q = unpack(row, b, &d);
+        const __m256i abs_q = _mm256_sign_epi8(q, q);
+        const __m256 d8 = _mm256_set1_ps(d);
+        for (int j = 0; j < nb; j++) {
+            const block_q8_0 *a = (const block_q8_0 *)(act + j * act_stride) + b;
+            const __m256i s = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a->qs), q);
+            const __m256 scale = _mm256_mul_ps(d8, _mm256_broadcast_ss(&da[j][b]));  // d * da, in every lane
+            acc[j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(core(abs_q, s)), acc[j]);
+        }
+    }
+    for (int j = 0; j < nb; j++) out[j * ldo] = hsum8(acc[j]);
+}
+
+// ---------------------------------------------------------------------------
 // The K-type dots (ggml_vec_dot_{q4_K,q6_K}_q8_K; reference: dot_ktype in
-// quant.c): one weight row against up to DOTS_TILE inputs at once.
+// quant.c): one weight row against up to KTILE inputs at once.
 //
 // A prompt's tokens meet the same weight rows, so the work that depends only
 // on the weights -- unpacking the quants to bytes, spreading the sub-block
@@ -110,8 +190,6 @@ static inline __m256i q6k_run_scales(__m256i sch, int r) {
 // multiplies, the bound here -- and the reference's float steps. Decode is a
 // tile of one input: the same code, and the fastest decode kernel measured
 // too (it keeps the multiplies to the VNNI core's three per two runs).
-#define DOTS_TILE 4  // inputs per tile: with a block's quants and scales, what 32 registers hold
-
 // A block's quants as eight runs of 32 bytes (q[i]: weights 32i..32i+31,
 // unsigned) against nb inputs' 256 activations (a[j]): each input's exact
 // int32 lanes, added to lanes[j]. The scales are spread as the core wants:
@@ -136,7 +214,7 @@ static inline __attribute__((always_inline)) void k_core_madd(int nb, const __m2
 }
 
 // Q4_K (layout in quant.h): one row (its n / QK_K blocks) against nb inputs
-// (act + j * act_stride, each with its sub-block sums): out[j * ldo] =
+// (act + j * act_stride, each with its extras): out[j * ldo] =
 // seam_vec_dot. Chunk c of qs holds sub-block (run) 2c in its low nibbles
 // and 2c + 1 in its high ones; per block, lanes and mins' lanes as the
 // reference forms them, acc += (da * d) * lanes, acc_m += (-da * dmin) *
@@ -144,8 +222,8 @@ static inline __attribute__((always_inline)) void k_core_madd(int nb, const __m2
 static inline __attribute__((always_inline)) void q4k_dots_tile(k_core_fn core, bool pairs, int nb, const void *row,
                                                                 const uint8_t *act, size_t act_stride, int64_t n,
                                                                 float *out, int64_t ldo) {
-    __m256 acc[DOTS_TILE];
-    __m128 acc_m[DOTS_TILE];
+    __m256 acc[TILE_MAX];
+    __m128 acc_m[TILE_MAX];
     for (int j = 0; j < nb; j++) acc[j] = _mm256_setzero_ps(), acc_m[j] = _mm_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(15);
     for (int64_t b = 0; b < n / QK_K; b++) {
@@ -170,9 +248,9 @@ static inline __attribute__((always_inline)) void q4k_dots_tile(k_core_fn core, 
         const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)d_dmin));
         const __m256 d8 = _mm256_broadcastss_ps(dd);
         const __m128 neg_dmin4 = _mm_xor_ps(_mm_permute_ps(dd, 0x55), _mm_set1_ps(-0.0f));
-        const block_q8_K *ab[DOTS_TILE];
-        const int8_t *aq[DOTS_TILE];
-        __m256i lanes[DOTS_TILE];
+        const block_q8_K *ab[TILE_MAX];
+        const int8_t *aq[TILE_MAX];
+        __m256i lanes[TILE_MAX];
         for (int j = 0; j < nb; j++) {
             ab[j] = (const block_q8_K *)(act + j * act_stride) + b;
             aq[j] = ab[j]->qs;
@@ -198,7 +276,7 @@ static inline __attribute__((always_inline)) void q4k_dots_tile(k_core_fn core, 
 static inline __attribute__((always_inline)) void q6k_dots_tile(k_core_fn core, bool pairs, int nb, const void *row,
                                                                 const uint8_t *act, size_t act_stride, int64_t n,
                                                                 float *out, int64_t ldo) {
-    __m256 acc[DOTS_TILE];
+    __m256 acc[TILE_MAX];
     for (int j = 0; j < nb; j++) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
         const block_q6_K *w = (const block_q6_K *)row + b;
@@ -219,9 +297,9 @@ static inline __attribute__((always_inline)) void q6k_dots_tile(k_core_fn core, 
         seam_f16 d16;
         memcpy(&d16, &w->d, sizeof d16);
         const float d = f16_to_f32(d16);
-        const block_q8_K *ab[DOTS_TILE];
-        const int8_t *aq[DOTS_TILE];
-        __m256i lanes[DOTS_TILE];
+        const block_q8_K *ab[TILE_MAX];
+        const int8_t *aq[TILE_MAX];
+        __m256i lanes[TILE_MAX];
         for (int j = 0; j < nb; j++) {
             ab[j] = (const block_q8_K *)(act + j * act_stride) + b;
             aq[j] = ab[j]->qs;
@@ -234,39 +312,58 @@ static inline __attribute__((always_inline)) void q6k_dots_tile(k_core_fn core, 
     for (int j = 0; j < nb; j++) out[j * ldo] = hsum8(acc[j]) + hsum4(_mm_setzero_ps());
 }
 
-typedef void (*dots_tile_fn)(k_core_fn core, bool pairs, int nb, const void *row, const uint8_t *act,
-                             size_t act_stride, int64_t n, float *out, int64_t ldo);
+// A tile of nb inputs against one row, the type and core bound.
+typedef void (*tile_fn)(int nb, const void *row, const uint8_t *act, size_t act_stride, int64_t n, float *out,
+                        int64_t ldo);
 
-// The cpu_dot_fn of a tile body and a core: inputs DOTS_TILE at a time (the
-// last tile narrower, each width its own unrolled copy), each tile over
-// every row, so that the tile's inputs stay in L1 while the rows stream by.
-static inline __attribute__((always_inline)) void tiles_rows(dots_tile_fn tile, k_core_fn core, bool pairs,
-                                                             const void *w, size_t row_bytes, int64_t n_rows,
-                                                             const void *act, size_t act_stride, int n_act, int64_t n,
-                                                             float *out, int64_t ldo) {
-    _Static_assert(DOTS_TILE == 4, "the switch below covers widths 1..4");
+// The cpu_dot_fn loop over a tile: inputs `width` at a time (the last tile
+// narrower, each width its own unrolled copy), each tile over every row, so
+// that the tile's inputs stay in L1 while the rows stream by.
+static inline __attribute__((always_inline)) void tiles_rows(tile_fn tile, int width, const void *w, size_t row_bytes,
+                                                             int64_t n_rows, const void *act, size_t act_stride,
+                                                             int n_act, int64_t n, float *out, int64_t ldo) {
+    _Static_assert(TILE_MAX == 8, "the switch below covers widths 1..8");
     const uint8_t *base = w, *a = act;
-    for (int j = 0; j < n_act; j += DOTS_TILE) {
-        const int nb = n_act - j < DOTS_TILE ? n_act - j : DOTS_TILE;
+    for (int j = 0; j < n_act; j += width) {
+        const int nb = n_act - j < width ? n_act - j : width;
         const uint8_t *aj = a + (size_t)j * act_stride;
         float *oj = out + (int64_t)j * ldo;
         for (int64_t r = 0; r < n_rows; r++) {
             const void *row = base + (size_t)r * row_bytes;
             switch (nb) {
-#define WIDTH(k) case k: tile(core, pairs, k, row, aj, act_stride, n, oj + r, ldo); break;
-                WIDTH(4) WIDTH(3) WIDTH(2) WIDTH(1)
+#define WIDTH(k) case k: if (k <= width) tile(k, row, aj, act_stride, n, oj + r, ldo); break;
+                WIDTH(8) WIDTH(7) WIDTH(6) WIDTH(5) WIDTH(4) WIDTH(3) WIDTH(2) WIDTH(1)
 #undef WIDTH
             }
         }
     }
 }
 
-#define TILE_KERNEL(name, tile, core, pairs)                                                                        \
+#define TILE_KERNEL_OF(name, width)                                                                                 \
     static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,             \
                      size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {                          \
         (void)type;                                                                                                 \
-        tiles_rows(tile, core, pairs, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);                   \
+        tiles_rows(name##_tile, width, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);                  \
     }
+
+// The cpu_dot_fn `name` of a K-type tile body with a file's core and its
+// scales' layout.
+#define KTILE_KERNEL(name, tile, core, pairs)                                                                       \
+    static inline __attribute__((always_inline)) void name##_tile(int nb, const void *row, const uint8_t *act,    \
+                                                                  size_t act_stride, int64_t n, float *out,       \
+                                                                  int64_t ldo) {                                  \
+        tile(core, pairs, nb, row, act, act_stride, n, out, ldo);                                                   \
+    }                                                                                                               \
+    TILE_KERNEL_OF(name, KTILE)
+
+// The cpu_dot_fn `name` of a 32-wide type (its unpack) with a file's byte core.
+#define WIDE32_KERNEL(name, unpack, core)                                                                           \
+    static inline __attribute__((always_inline)) void name##_tile(int nb, const void *row, const uint8_t *act,    \
+                                                                  size_t act_stride, int64_t n, float *out,       \
+                                                                  int64_t ldo) {                                  \
+        wide32_tile(unpack, core, nb, row, act, act_stride, n, out, ldo);                                           \
+    }                                                                                                               \
+    TILE_KERNEL_OF(name, WIDE32_TILE)
 
 // ---------------------------------------------------------------------------
 // The row loop of every kernel.
