@@ -10,6 +10,8 @@
 
 #ifndef SEAM_HAVE_CUDA
 
+uint64_t gpu_free_bytes(void) { return 0; }
+
 int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *plan, int n_ctx, bool use_graph,
                      seam_error *e) {
     *out = NULL;
@@ -29,6 +31,12 @@ int gpu_segment_forward(gpu_segment *g, float *x, float *logits, int pos, seam_t
 #include <string.h>
 
 #include "seam_cuda.h"
+
+uint64_t gpu_free_bytes(void) {
+    seam_cuda_info info;
+    seam_error e;
+    return seam_cuda_device_count() > 0 && seam_cuda_device_info(0, &info, &e) == 0 ? info.free_bytes : 0;
+}
 
 // A layer's weights on the device: the host layer's views with data
 // pointers into device memory.

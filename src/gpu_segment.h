@@ -16,6 +16,10 @@
 
 typedef struct gpu_segment gpu_segment;
 
+// The free memory of CUDA device 0, which bounds a plan's GPU part; 0 when
+// seam was built without CUDA or there is no device.
+uint64_t gpu_free_bytes(void);
+
 // Copies the weights of the plan's GPU layers (and head) to the device and
 // allocates their KV caches and the activations. Fails with a message when
 // there is no CUDA build or device, when memory runs out (naming what and how

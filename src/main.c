@@ -21,9 +21,8 @@
 #include "sampler.h"
 #include "tokenizer.h"
 
-#ifdef SEAM_HAVE_CUDA
-#include "seam_cuda.h"
-#endif
+#include "bench.h"
+#include "gpu_segment.h"
 
 // ---------------------------------------------------------------- options
 
@@ -61,6 +60,7 @@ static void usage(FILE *f) {
             "  plan      print where each layer goes and the memory each device needs\n"
             "  chat      talk with the model, one line per turn (the cache keeps the conversation)\n"
             "  tokenize  print the token ids of a text as the model sees it\n"
+            "  bench     prompt and generation speed, llama-bench style (seam bench --help)\n"
             "\n"
             "run options (default in brackets):\n"
             "  -m, --model FILE        GGUF model to load (required)\n"
@@ -248,18 +248,14 @@ static int make_plan(const options *o, const seam_model *m, bool will_run, seam_
     seam_error err = {{0}};
     seam_plan_request req = {.gpu_layers = o->gpu_layers, .n_cpu_moe = o->n_cpu_moe, .cpu_moe = o->cpu_moe,
                              .head = o->head, .n_ctx = o->n_ctx};
-    int n_devices = 0;
-#ifdef SEAM_HAVE_CUDA
-    n_devices = seam_cuda_device_count();
-    seam_cuda_info info;
-    if (n_devices > 0 && seam_cuda_device_info(0, &info, &err) == 0) req.gpu_budget = info.free_bytes;
-#endif
+    req.gpu_budget = gpu_free_bytes();
+    const bool have_gpu = req.gpu_budget > 0;
     if (o->gpu_mem) {
-        if (will_run && n_devices == 0)
+        if (will_run && !have_gpu)
             return fprintf(stderr, "seam: --gpu-mem plans for a GPU, but running on one needs a CUDA device\n"), -1;
         req.gpu_budget = o->gpu_mem;
     }
-    if (n_devices == 0 && o->gpu_layers == -1 && !o->gpu_mem)
+    if (!have_gpu && o->gpu_layers == -1 && !o->gpu_mem)
         fprintf(stderr, "seam: no CUDA device: --gpu-layers auto runs every layer on the CPU\n");
     if (plan_make(p, m, &req, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
     plan_print(p, stderr);
@@ -651,6 +647,7 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     options o;
     if (parse_options(argc - 2, argv + 2, &o)) return 2;
     const bool takes_file = !strcmp(cmd, "inspect") || !strcmp(cmd, "tokenize") || !strcmp(cmd, "plan");

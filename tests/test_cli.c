@@ -222,14 +222,14 @@ Test(cli, gpu_layers_without_a_gpu, .timeout = 120) {
     if (no_gpu) expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ngl", "1"), "CUDA");
 }
 
-// --help names every flag main.c parses, and every numeric one with its
-// default in brackets.
-Test(cli, help_lists_every_flag_with_its_default, .timeout = 60) {
-    result r = run(ARGS("--help"));
-    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam --help failed");
+// A command's --help names every flag its source parses (the IS("...")
+// tests of its option loop); returns how many there are.
+static int help_lists_flags_of(const char *const *help_args, const char *source, const char **help_out) {
+    result r = run(help_args);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s --help failed", source);
     size_t size;
-    char *src = (char *)test_read_file(SEAM_SOURCE_DIR "/src/main.c", &size);
-    cr_assert(src);
+    char *src = (char *)test_read_file(source, &size);
+    cr_assert(src, "%s is missing", source);
     src = realloc(src, size + 1);
     src[size] = '\0';
     int n_flags = 0;
@@ -242,17 +242,55 @@ Test(cli, help_lists_every_flag_with_its_default, .timeout = 60) {
         bool listed = false;
         for (const char *h = r.out; (h = strstr(h, flag)); h += strlen(flag))
             if ((h == r.out || h[-1] == ' ') && strchr(" ,\n", h[strlen(flag)])) listed = true;
-        cr_expect(listed, "--help does not list %s", flag);
+        cr_expect(listed, "%s: --help does not list %s", source, flag);
     }
-    cr_assert(n_flags > 10, "found only %d flags in main.c", n_flags);
+    free(src);
+    *help_out = r.out;  // the caller's to free
+    free(r.err);
+    return n_flags;
+}
+
+// --help names every flag main.c and bench.c parse, and every numeric one
+// with its default in brackets.
+Test(cli, help_lists_every_flag_with_its_default, .timeout = 60) {
+    const char *help;
+    cr_assert(help_lists_flags_of(ARGS("--help"), SEAM_SOURCE_DIR "/src/main.c", &help) > 10, "too few flags in main.c");
     static const char *const with_default[] = {"--n-predict", "--ctx-size", "--threads", "--gpu-layers", "--seed",
                                                "--temp", "--top-k", "--top-p", "--n-cpu-moe"};
     for (size_t i = 0; i < sizeof with_default / sizeof with_default[0]; i++) {
-        const char *line = strstr(r.out, with_default[i]);
+        const char *line = strstr(help, with_default[i]);
         cr_assert(line, "--help does not list %s", with_default[i]);
         const char *eol = strchr(line, '\n'), *open = strchr(line, '[');
         cr_expect(open && (!eol || open < eol), "--help gives no default for %s", with_default[i]);
     }
-    free(src);
-    result_free(&r);
+    free((void *)help);
+    cr_assert(help_lists_flags_of(ARGS("bench", "--help"), SEAM_SOURCE_DIR "/src/bench.c", &help) > 6,
+              "too few flags in bench.c");
+    free((void *)help);
+}
+
+// seam bench: a run in each output format (one row per test, the counts it
+// was asked for), and its own flags validated.
+Test(cli, bench_runs_and_validates, .timeout = 300) {
+    static const char *const formats[] = {"md", "json", "csv"}, *const tg_mark[] = {"| tg", "\"test\": \"tg", ",tg"};
+    for (size_t f = 0; f < 3; f++) {
+        result r = run(ARGS("bench", "-m", MODEL, "-p", "8", "-n", "4,6", "-t", "1-2", "-r", "2", "-o", formats[f]));
+        cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam bench -o %s failed:\n%s", formats[f], r.err);
+        assert_no_sanitizer_report("seam bench", &r);
+        int tests = 0;
+        for (const char *p = r.out; (p = strstr(p, tg_mark[f])); p++) tests++;
+        cr_assert_eq(tests, 4, "-o %s: %d tg rows, want 2 lengths x 2 thread counts:\n%s", formats[f], tests, r.out);
+        cr_assert(strstr(r.out, "pp8"), "-o %s: no pp8 row:\n%s", formats[f], r.out);
+        if (f == 1) cr_assert(strstr(r.out, "\"samples_ts\": ["), "json: no samples:\n%s", r.out);
+        result_free(&r);
+    }
+    static const char *const bad[][2] = {
+        {"-p", "abc"}, {"-p", "-1"},  {"-t", "0"},   {"-t", "3-1"}, {"-t", "1-4+0"}, {"-n", "1,,2"},
+        {"-r", "0"},   {"-r", "x"},   {"-o", "xml"}, {"-ngl", "-1"}, {"--frobnicate", "1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_failure(ARGS("bench", "-m", MODEL, bad[i][0], bad[i][1]), bad[i][0]);
+    expect_failure(ARGS("bench", "-p", "8"), "-m");
+    expect_failure(ARGS("bench", "-m", SEAM_SOURCE_DIR "/no-such-model.gguf"), "cannot open");
+    expect_failure(ARGS("bench", "-m", MODEL, "-ngl", "5"), "gpu-layers");
 }

@@ -25,19 +25,24 @@ typedef void (*cpu_dot_fn)(uint32_t type, const void *w, size_t row_bytes, int64
                            size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo);
 
 // What the tiles take per block besides an input's blocks, after them
-// (cpu_quantize_input writes it; CPU_INPUT_EXTRA_BYTES(n) bytes):
+// (from the next 16-byte boundary; cpu_quantize_input writes it, in
+// CPU_INPUT_EXTRA_BYTES(n) bytes):
 //   Q8_K: each block's eight sub-block sums (int16 [n / QK_K][8], sum i =
 //         bsums[2i] + bsums[2i + 1]), which the Q4_K mins meet;
 //   Q8_0: each block's scale as f32 (float [n / QK8_0]).
 // A tile meets them once per (block, input, row), so they are formed once
 // per input.
-#define CPU_INPUT_EXTRA_BYTES(n) ((size_t)(n) / QK_K * 8 * sizeof(int16_t) + (size_t)(n) / QK8_0 * sizeof(float))
+#define CPU_INPUT_EXTRA_BYTES(n) (16 + (size_t)(n) / QK_K * 8 * sizeof(int16_t) + (size_t)(n) / QK8_0 * sizeof(float))
 void cpu_input_extras(uint32_t act_type, void *act, int64_t n);
+static inline const void *cpu_input_extras_of(const void *act, size_t block_bytes, int64_t n_blocks) {
+    const uintptr_t end = (uintptr_t)act + block_bytes * (size_t)n_blocks;
+    return (const void *)((end + 15) & ~(uintptr_t)15);
+}
 static inline const int16_t *cpu_q8_K_sums_of(const void *act, int64_t n) {
-    return (const int16_t *)((const block_q8_K *)act + n / QK_K);
+    return (const int16_t *)cpu_input_extras_of(act, sizeof(block_q8_K), n / QK_K);
 }
 static inline const float *cpu_q8_0_scales_of(const void *act, int64_t n) {
-    return (const float *)((const block_q8_0 *)act + n / QK8_0);
+    return (const float *)cpu_input_extras_of(act, sizeof(block_q8_0), n / QK8_0);
 }
 
 // An attention head's weighted sum of values, the contract of

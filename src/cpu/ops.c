@@ -25,12 +25,12 @@ uint64_t cpu_matvec_scratch_bytes(int64_t cols) {
 void cpu_input_extras(uint32_t act_type, void *act, int64_t n) {
     if (act_type == GGML_TYPE_Q8_K) {
         const block_q8_K *y = act;
-        int16_t *sums = (int16_t *)(y + n / QK_K);
+        int16_t *sums = (int16_t *)cpu_q8_K_sums_of(act, n);
         for (int64_t b = 0; b < n / QK_K; b++)
             for (int i = 0; i < 8; i++) sums[8 * b + i] = (int16_t)(y[b].bsums[2 * i] + y[b].bsums[2 * i + 1]);
     } else if (act_type == GGML_TYPE_Q8_0) {
         const block_q8_0 *y = act;
-        float *scales = (float *)(y + n / QK8_0);
+        float *scales = (float *)cpu_q8_0_scales_of(act, n);
         for (int64_t b = 0; b < n / QK8_0; b++) scales[b] = seam_f16_to_f32(y[b].d);
     }
 }
