@@ -1,5 +1,6 @@
 // attention.cu — the KV cache append, one decoded token's attention, and
-// the softmax they share with MoE routing.
+// the softmax of rows (block_softmax, cuda_common.cuh, which MoE routing
+// shares).
 //
 // The caches are the engine's layout: per layer (n_ctx, kv_dim) f16, the
 // kv_dim = n_kv_heads * head_dim values of a position contiguous.
@@ -8,25 +9,6 @@
 #include "cuda_common.cuh"
 
 // ---------------------------------------------------------------- softmax
-
-// x (n) = softmax(x) by the calling block, as cpu_softmax: max, expf(x - max)
-// (CUDA's, within 2 ulp), the sum in double, one multiply by the float
-// inverse. x may be in global or shared memory; ends with a barrier.
-__device__ void block_softmax(float *x, int n) {
-    float max = -INFINITY;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) max = fmaxf(max, x[i]);
-    max = block_reduce(max, op_max());
-    double sum = 0.0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const float v = expf(x[i] - max);
-        x[i] = v;
-        sum += v;
-    }
-    sum = block_reduce(sum, op_sum());
-    const float inv = (float)(1.0 / sum);
-    for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] *= inv;
-    __syncthreads();
-}
 
 constexpr int SOFTMAX_THREADS = 256;
 

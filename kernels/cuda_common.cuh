@@ -111,4 +111,25 @@ template <class T, class Op> __device__ inline T block_reduce(T v, Op op) {
     return partial[0];
 }
 
+// ---------------------------------------------------------------- softmax
+
+// x (n) = softmax(x) by the calling block, as cpu_softmax: max, expf(x - max)
+// (CUDA's, within 2 ulp), the sum in double, one multiply by the float
+// inverse. x may be in global or shared memory; ends with a barrier.
+static __device__ inline void block_softmax(float *x, int n) {
+    float max = -INFINITY;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) max = fmaxf(max, x[i]);
+    max = block_reduce(max, op_max());
+    double sum = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const float v = expf(x[i] - max);
+        x[i] = v;
+        sum += v;
+    }
+    sum = block_reduce(sum, op_sum());
+    const float inv = (float)(1.0 / sum);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] *= inv;
+    __syncthreads();
+}
+
 #endif

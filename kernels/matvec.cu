@@ -123,12 +123,24 @@ extern "C" int seam_cuda_quantize(seam_cuda_stream *s, uint32_t weight_type, con
 
 constexpr int MV_WARPS = 4;  // rows per thread block
 
+// expert (device, or NULL): the matrix is the expert'th of n_expert stored
+// expert_bytes apart, the index read here so that a replayed graph follows
+// the router; an index out of range gives NaN rows.
 template <class T>
 __global__ __launch_bounds__(32 * MV_WARPS) void matvec_kernel(const uint8_t *__restrict__ w, uint64_t row_bytes,
                                                               const act_view act, float *__restrict__ out, int rows,
-                                                              int n_chunks) {
+                                                              int n_chunks, const int32_t *__restrict__ expert,
+                                                              int n_expert, uint64_t expert_bytes) {
     const int row = blockIdx.x * MV_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= rows) return;  // the whole warp: the shuffles below see all 32 lanes
+    if (expert) {
+        const int e = *expert;
+        if (e < 0 || e >= n_expert) {
+            if (lane == 0) out[row] = __int_as_float(0x7fc00000);
+            return;
+        }
+        w += (uint64_t)e * expert_bytes;
+    }
     const uint8_t *wr = w + (uint64_t)row * row_bytes;
     float acc = 0.0f;
 #pragma unroll 2
@@ -164,19 +176,37 @@ static int check_matrix(const char *op, uint32_t type, const void *w, int64_t ro
     return 0;
 }
 
-extern "C" int seam_cuda_matvec_quantized(seam_cuda_stream *s, uint32_t type, const void *w, int64_t rows,
-                                          int64_t cols, const void *act, float *out, seam_error *e) {
+// The launch behind the matvecs: expert NULL for a plain matrix.
+static int launch_matvec(seam_cuda_stream *s, uint32_t type, const void *w, int64_t rows, int64_t cols,
+                         const void *act, float *out, const int32_t *expert, int n_expert, seam_error *e) {
     type_shape sh;
     if (check_matrix("matvec", type, w, rows, cols, &sh, e)) return -1;
     if (!act || !out || !aligned(act, 16)) return seam_fail(e, "matvec: act (16-byte aligned) and out must be device pointers");
     with_type(type, [&](auto t) {
         using T = decltype(t);
+        const uint64_t row_bytes = (uint64_t)(cols / T::QK) * T::BYTES;
         matvec_kernel<T><<<ceil_div(rows, MV_WARPS), 32 * MV_WARPS, 0, stream_of(s)>>>(
-            (const uint8_t *)w, (uint64_t)(cols / T::QK) * T::BYTES, act_layout<T::Act::QK>(act, cols), out,
-            (int)rows, (int)(cols / T::QK * T::CHUNKS));
+            (const uint8_t *)w, row_bytes, act_layout<T::Act::QK>(act, cols), out, (int)rows,
+            (int)(cols / T::QK * T::CHUNKS), expert, n_expert, row_bytes * (uint64_t)rows);
     });
     CUDA_LAUNCHED(e, "matvec_kernel");
     return 0;
+}
+
+extern "C" int seam_cuda_matvec_quantized(seam_cuda_stream *s, uint32_t type, const void *w, int64_t rows,
+                                          int64_t cols, const void *act, float *out, seam_error *e) {
+    return launch_matvec(s, type, w, rows, cols, act, out, NULL, 0, e);
+}
+
+extern "C" int seam_cuda_matvec_expert(seam_cuda_stream *s, uint32_t type, const void *w, int n_expert, int64_t rows,
+                                       int64_t cols, const int32_t *expert, const void *act, float *out,
+                                       seam_error *e) {
+    if (!expert) return seam_fail(e, "matvec_expert: the expert index must be a device pointer");
+    if (n_expert < 1) return seam_fail(e, "matvec_expert: n_expert = %d must be positive", n_expert);
+    // the experts' rows must be alignable as one matrix's: check the whole stack
+    type_shape sh;
+    if (check_matrix("matvec_expert", type, w, rows * n_expert, cols, &sh, e)) return -1;
+    return launch_matvec(s, type, w, rows, cols, act, out, expert, n_expert, e);
 }
 
 extern "C" int seam_cuda_matvec(seam_cuda_stream *s, uint32_t type, const void *w, int64_t rows, int64_t cols,

@@ -144,6 +144,15 @@ int seam_cuda_quantize(seam_cuda_stream *s, uint32_t weight_type, const float *x
 int seam_cuda_matvec_quantized(seam_cuda_stream *s, uint32_t type, const void *w, int64_t rows, int64_t cols,
                                const void *act, float *out, seam_error *e);
 
+// out (rows) = W_e @ act for e = *expert (device memory), W_e the e'th of the
+// n_expert matrices (rows, cols each) stored one after another from w, as a
+// GGUF expert tensor [cols, rows, n_expert] holds them: one routed expert,
+// chosen on the device (seam_cuda_moe_route), so that a captured graph
+// replays whatever the router picks. An index outside 0..n_expert-1 gives
+// NaN rows.
+int seam_cuda_matvec_expert(seam_cuda_stream *s, uint32_t type, const void *w, int n_expert, int64_t rows,
+                            int64_t cols, const int32_t *expert, const void *act, float *out, seam_error *e);
+
 // out (rows) = W (rows, cols) @ x (cols): x is quantised once into scratch
 // (seam_cuda_matvec_scratch_bytes(cols); unused for F32), then the matvec.
 int seam_cuda_matvec(seam_cuda_stream *s, uint32_t type, const void *w, int64_t rows, int64_t cols,
@@ -195,6 +204,21 @@ int seam_cuda_kv_append(seam_cuda_stream *s, uint16_t *k_cache, uint16_t *v_cach
 int seam_cuda_attention(seam_cuda_stream *s, float *out, const float *q, const uint16_t *k_cache,
                         const uint16_t *v_cache, int n_heads, int n_kv_heads, int head_dim, int n_ctx, int n_swa,
                         float scale, const seam_cuda_step *step, seam_error *e);
+
+// ---------------------------------------------------------------- mixture of experts
+
+// The router's choice, as engine_route: softmax of logits (n_expert, at most
+// 1024) as cpu_softmax, the indices of the k largest probabilities, largest
+// first (ties to the lower index), into chosen (k int32), and their
+// probabilities renormalised (the sum in double, clamped to 2^-14 from
+// below) into weights (k). k at most 64 and n_expert.
+int seam_cuda_moe_route(seam_cuda_stream *s, const float *logits, int n_expert, int k, int32_t *chosen,
+                        float *weights, seam_error *e);
+
+// The chosen experts' outputs summed in rank order, as engine.c's moe_block:
+// acc (n) = y * weights[slot] for slot 0, acc + y * weights[slot] after.
+int seam_cuda_moe_accumulate(seam_cuda_stream *s, float *acc, const float *y, const float *weights, int slot, int n,
+                             seam_error *e);
 
 // ---------------------------------------------------------------- checks without a GPU
 

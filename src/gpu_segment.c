@@ -62,7 +62,11 @@ struct gpu_segment {
     float *x_pinned;          // (n_embd) pinned: the hidden state crossing the bus
     float *logits_dev;        // (n_vocab) when head
     float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;  // device activations, shapes as engine.h's
+    float *router, *moe;      // (n_expert) router logits; (n_embd) the experts' weighted sum (MoE)
+    int32_t *chosen;          // (n_expert_used) the experts the router picked, by rank (MoE)
+    float *weights;           // (n_expert_used) their renormalised weights (MoE)
     void *scratch;            // quantised activations of the widest input
+    void *scratch_hidden;     // quantised FFN hidden layer, while scratch holds the FFN input (MoE)
     void **allocations;       // every device buffer, for gpu_segment_free
     int n_allocations, cap_allocations;
 };
@@ -100,10 +104,12 @@ static int upload_layer(gpu_segment *g, int il, seam_error *e) {
     seam_layer_weights *d = &g->layers[il].w;
     const seam_tensor *src[] = {&h->attn_norm, &h->wq, &h->wk, &h->wv, &h->bq, &h->bk, &h->bv, &h->q_norm,
                                 &h->k_norm, &h->wo, &h->attn_post_norm, &h->ffn_norm, &h->w_gate, &h->w_up,
-                                &h->w_down, &h->ffn_post_norm};
+                                &h->w_down, &h->ffn_post_norm, &h->ffn_gate_inp, &h->ffn_gate_exps,
+                                &h->ffn_up_exps, &h->ffn_down_exps};
     seam_tensor *dst[] = {&d->attn_norm, &d->wq, &d->wk, &d->wv, &d->bq, &d->bk, &d->bv, &d->q_norm,
                           &d->k_norm, &d->wo, &d->attn_post_norm, &d->ffn_norm, &d->w_gate, &d->w_up,
-                          &d->w_down, &d->ffn_post_norm};
+                          &d->w_down, &d->ffn_post_norm, &d->ffn_gate_inp, &d->ffn_gate_exps,
+                          &d->ffn_up_exps, &d->ffn_down_exps};
     for (size_t i = 0; i < sizeof src / sizeof src[0]; i++)
         if (upload(g, dst[i], src[i], e)) return -1;
     const seam_config *c = &g->model->cfg;
@@ -117,8 +123,11 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     *out = NULL;
     const seam_config *c = &m->cfg;
     if (seam_cuda_device_count() == 0) return seam_fail(e, "GPU layers need a CUDA device and there is none");
-    if (c->n_expert && plan->gpu_layers > 0)
-        return seam_fail(e, "MoE layers do not run on the GPU yet: use -ngl 0 with this model");
+    for (int il = 0; il < plan->gpu_layers; il++)
+        if (plan->experts[il] != DEV_GPU)
+            return seam_fail(e, "layer %d runs on the GPU but its experts are planned on the CPU (--cpu-moe, "
+                                "--n-cpu-moe): the GPU segment runs a layer's experts with it; lower -ngl to %d "
+                                "or drop the flag", il, il);
     gpu_segment *g = calloc(1, sizeof *g);
     if (!g) return seam_fail(e, "out of memory");
     g->model = m;
@@ -128,7 +137,8 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     g->use_graph = use_graph;
     g->layers = calloc((size_t)(g->n_layers > 0 ? g->n_layers : 1), sizeof *g->layers);
     const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    const int wide = q_dim > c->n_embd ? q_dim : c->n_embd, widest = wide > c->n_ff ? wide : c->n_ff;
+    const int hidden = c->n_expert ? c->n_ff_exp : c->n_ff;  // as engine_init sizes it
+    const int wide = q_dim > c->n_embd ? q_dim : c->n_embd, widest = wide > hidden ? wide : hidden;
     int rc = !g->layers ? seam_fail(e, "out of memory") : 0;
     rc = rc || seam_cuda_init(0, e) || seam_cuda_stream_create(&g->stream, e) ||
          seam_cuda_event_create(&g->ev_start, e) || seam_cuda_event_create(&g->ev_end, e) ||
@@ -142,9 +152,15 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
          dev_alloc(g, (void **)&g->q, (size_t)q_dim * 4, "activations", e) ||
          dev_alloc(g, (void **)&g->k, (size_t)kv_dim * 4, "activations", e) ||
          dev_alloc(g, (void **)&g->v, (size_t)kv_dim * 4, "activations", e) ||
-         dev_alloc(g, (void **)&g->hb, (size_t)c->n_ff * 4, "activations", e) ||
-         dev_alloc(g, (void **)&g->hb2, (size_t)c->n_ff * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->hb, (size_t)hidden * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->hb2, (size_t)hidden * 4, "activations", e) ||
          dev_alloc(g, &g->scratch, seam_cuda_matvec_scratch_bytes(widest), "quantised activations", e);
+    if (c->n_expert)
+        rc = rc || dev_alloc(g, (void **)&g->router, (size_t)c->n_expert * 4, "the router's logits", e) ||
+             dev_alloc(g, (void **)&g->moe, (size_t)c->n_embd * 4, "activations", e) ||
+             dev_alloc(g, (void **)&g->chosen, (size_t)c->n_expert_used * 4, "the chosen experts", e) ||
+             dev_alloc(g, (void **)&g->weights, (size_t)c->n_expert_used * 4, "the experts' weights", e) ||
+             dev_alloc(g, &g->scratch_hidden, seam_cuda_matvec_scratch_bytes(hidden), "quantised activations", e);
     for (int il = 0; !rc && il < g->n_layers; il++) rc = upload_layer(g, il, e);
     if (!rc && g->head)
         rc = upload(g, &g->output_norm, &m->w.output_norm, e) || upload(g, &g->output, &m->w.output, e) ||
@@ -173,6 +189,33 @@ void gpu_segment_free(gpu_segment *g) {
 
 static int matvec(gpu_segment *g, const seam_tensor *w, const float *x, float *out, seam_error *e) {
     return seam_cuda_matvec(g->stream, w->type, w->data, w->rows, w->cols, x, out, g->scratch, e);
+}
+
+// engine.c's moe_block, on the device: the router picks k experts into
+// g->chosen and g->weights, and each chosen expert's SwiGLU FFN runs on the
+// rows of its slice, found from the index in device memory.
+static int moe_forward(gpu_segment *g, const seam_layer_weights *l, seam_error *e) {
+    const seam_config *c = &g->model->cfg;
+    seam_cuda_stream *s = g->stream;
+    const int E = c->n_embd, F = c->n_ff_exp, n_exp = c->n_expert;
+    const seam_tensor *gate = &l->ffn_gate_exps, *up = &l->ffn_up_exps, *down = &l->ffn_down_exps;
+    if (matvec(g, &l->ffn_gate_inp, g->xb, g->router, e) ||
+        seam_cuda_moe_route(s, g->router, n_exp, c->n_expert_used, g->chosen, g->weights, e) ||
+        seam_cuda_quantize(s, gate->type, g->xb, g->scratch, E, e))
+        return -1;
+    for (int j = 0; j < c->n_expert_used; j++) {
+        const int32_t *ex = g->chosen + j;
+        // gate and up share the input's quantisation when their types do
+        if (up->type != gate->type && seam_cuda_quantize(s, up->type, g->xb, g->scratch_hidden, E, e)) return -1;
+        const void *up_act = up->type != gate->type ? g->scratch_hidden : g->scratch;
+        if (seam_cuda_matvec_expert(s, gate->type, gate->data, n_exp, F, E, ex, g->scratch, g->hb, e) ||
+            seam_cuda_matvec_expert(s, up->type, up->data, n_exp, F, E, ex, up_act, g->hb2, e) ||
+            seam_cuda_swiglu(s, g->hb, g->hb2, F, e) || seam_cuda_quantize(s, down->type, g->hb, g->scratch_hidden, F, e) ||
+            seam_cuda_matvec_expert(s, down->type, down->data, n_exp, E, F, ex, g->scratch_hidden, g->xb2, e) ||
+            seam_cuda_moe_accumulate(s, g->moe, g->xb2, g->weights, j, E, e))
+            return -1;
+    }
+    return seam_cuda_add(s, g->x, g->moe, E, e);
 }
 
 // engine.c's attention_block and ffn_block, on the device.
@@ -207,9 +250,9 @@ static int layer_forward(gpu_segment *g, int il, seam_error *e) {
         return -1;
     if (seam_cuda_add(s, g->x, g->xb2, c->n_embd, e)) return -1;
 
-    if (seam_cuda_rmsnorm(s, g->xb, g->x, l->ffn_norm.data, 1, c->n_embd, c->rms_eps, e) ||
-        matvec(g, &l->w_gate, g->xb, g->hb, e) || matvec(g, &l->w_up, g->xb, g->hb2, e))
-        return -1;
+    if (seam_cuda_rmsnorm(s, g->xb, g->x, l->ffn_norm.data, 1, c->n_embd, c->rms_eps, e)) return -1;
+    if (c->n_expert) return moe_forward(g, l, e);
+    if (matvec(g, &l->w_gate, g->xb, g->hb, e) || matvec(g, &l->w_up, g->xb, g->hb2, e)) return -1;
     if (c->ffn_gelu ? seam_cuda_geglu(s, g->hb, g->hb2, c->n_ff, e) : seam_cuda_swiglu(s, g->hb, g->hb2, c->n_ff, e))
         return -1;
     if (matvec(g, &l->w_down, g->hb, g->xb2, e)) return -1;

@@ -28,6 +28,8 @@
 
 #ifdef SEAM_HAVE_CUDA
 #include "cpu/ops.h"
+#include "engine.h"
+#include "prefill.h"
 #include "seam_cuda.h"
 
 static seam_error err;
@@ -178,6 +180,13 @@ Test(cuda, launchers_reject_bad_arguments) {
     cr_assert_eq(seam_cuda_attention(NULL, f, f, kv, kv, 8, 2, 512, 16, 0, 1.0f, st, &e), -1);
     cr_assert(strstr(e.msg, "head_dim"), "%s", e.msg);
     cr_assert_eq(seam_cuda_graph_begin(NULL, &e), -1);
+    int32_t *idx = (int32_t *)buf;
+    cr_assert_eq(seam_cuda_matvec_expert(NULL, GGML_TYPE_Q4_K, buf, 4, 8, 256, NULL, buf, f, &e), -1);
+    cr_assert_eq(seam_cuda_matvec_expert(NULL, GGML_TYPE_Q4_K, buf, 0, 8, 256, idx, buf, f, &e), -1);
+    cr_assert_eq(seam_cuda_moe_route(NULL, f, 8, 9, idx, f, &e), -1);
+    cr_assert(strstr(e.msg, "out of range"), "%s", e.msg);
+    cr_assert_eq(seam_cuda_moe_route(NULL, f, 2000, 8, idx, f, &e), -1);
+    cr_assert_eq(seam_cuda_moe_accumulate(NULL, f, f, f, -1, 16, &e), -1);
 }
 
 // ---------------------------------------------------------------- with a device
@@ -626,3 +635,94 @@ Test(cuda, graph_replays_with_the_step_buffer) {
 Test(cuda, not_built) { cr_skip_test("skipped: no CUDA device (seam was built without CUDA)"); }
 
 #endif
+
+// The router on the device against engine_route: the same experts in the
+// same rank order and their weights, over random logits (and a logit row
+// with exact ties, which go to the lower index).
+Test(cuda, moe_route_matches_engine_route) {
+    require_device();
+    uint64_t rng = 21;
+    static const int shapes[][2] = {{8, 2}, {128, 8}, {60, 4}, {256, 8}, {1000, 64}};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++) {
+        const int n_expert = shapes[sh][0], k = shapes[sh][1];
+        for (int rep = 0; rep < 20; rep++) {
+            float *logits = random_floats(n_expert, 2.0f, &rng);
+            if (rep == 0)
+                for (int i = 0; i < n_expert; i++) logits[i] = (float)(i % 3);  // ties
+            seam_config c = {.n_expert = n_expert, .n_expert_used = k};
+            float *probs = malloc(sizeof(float) * (size_t)n_expert);
+            memcpy(probs, logits, sizeof(float) * (size_t)n_expert);
+            int want_idx[64];
+            float want_w[64], got_w[64];
+            int32_t got_idx[64];
+            engine_route(&c, probs, want_idx, want_w);
+            float *dl = dev_from(logits, sizeof(float) * (size_t)n_expert), *dw = dev_alloc(sizeof(float) * 64);
+            int32_t *di = dev_alloc(sizeof(int32_t) * 64);
+            OK(seam_cuda_moe_route(NULL, dl, n_expert, k, di, dw, &err));
+            to_host(got_idx, di, sizeof(int32_t) * (size_t)k);
+            to_host(got_w, dw, sizeof(float) * (size_t)k);
+            for (int j = 0; j < k; j++) {
+                cr_assert_eq(got_idx[j], want_idx[j], "%d of %d experts, rep %d: rank %d is %d, want %d", k, n_expert,
+                             rep, j, got_idx[j], want_idx[j]);
+                cr_assert(fabsf(got_w[j] - want_w[j]) <= 1e-5f * fabsf(want_w[j]) + 1e-7f,
+                          "%d of %d experts, rep %d: weight %d is %g, want %g", k, n_expert, rep, j, got_w[j], want_w[j]);
+            }
+            seam_cuda_free(dl), seam_cuda_free(dw), seam_cuda_free(di);
+            free(logits), free(probs);
+        }
+    }
+}
+
+// One expert of a stack through the index in device memory, every expert in
+// turn, against that expert's rows on the host; an index out of range gives
+// NaN rows. Then the rank-ordered weighted sum.
+Test(cuda, matvec_expert_reads_the_chosen_slice) {
+    require_device();
+    uint64_t rng = 22;
+    const uint32_t types[] = {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q8_0};
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+        const uint32_t type = types[t];
+        const int n_expert = 5, rows = 24;
+        const int64_t cols = cols_for(type);
+        const uint64_t rb = ggml_row_bytes(type, (uint64_t)cols);
+        uint8_t *w = random_weights(type, (int64_t)rows * n_expert, cols, &rng);
+        void *dw = dev_from(w, rb * rows * n_expert);
+        float *x = random_floats((int)cols, 1.0f, &rng), out[24];
+        void *act = reference_act(type, x, cols);
+        float *dx = dev_from(x, sizeof(float) * (size_t)cols), *dout = dev_alloc(sizeof out);
+        void *scratch = dev_alloc(seam_cuda_matvec_scratch_bytes(cols));
+        OK(seam_cuda_quantize(NULL, type, dx, scratch, cols, &err));
+        for (int ex = -1; ex <= n_expert; ex++) {
+            int32_t *di = dev_from(&ex, sizeof ex);
+            OK(seam_cuda_matvec_expert(NULL, type, dw, n_expert, rows, cols, di, scratch, dout, &err));
+            to_host(out, dout, sizeof out);
+            for (int r = 0; r < rows; r++) {
+                if (ex < 0 || ex == n_expert) {
+                    cr_assert(isnan(out[r]), "%s expert %d (out of range): row %d = %g, want NaN", ggml_type_name(type),
+                              ex, r, out[r]);
+                    continue;
+                }
+                float mag, want = reference_dot(type, w + ((size_t)ex * rows + r) * rb, act, cols, &mag);
+                cr_assert(fabsf(out[r] - want) <= 1e-5f * mag + 1e-6f, "%s expert %d row %d: cuda %g, reference %g",
+                          ggml_type_name(type), ex, r, out[r], want);
+            }
+            seam_cuda_free(di);
+        }
+        seam_cuda_free(dw), seam_cuda_free(dx), seam_cuda_free(dout), seam_cuda_free(scratch);
+        free(w), free(x), free(act);
+    }
+    // acc = y0 w0, then acc + y1 w1: each step rounded as the C loop rounds it
+    const int n = 300;
+    float *y0 = random_floats(n, 1.0f, &rng), *y1 = random_floats(n, 1.0f, &rng), wts[2] = {0.625f, 0.375f};
+    float *d0 = dev_from(y0, sizeof(float) * n), *d1 = dev_from(y1, sizeof(float) * n), *dwt = dev_from(wts, sizeof wts);
+    float *dacc = dev_alloc(sizeof(float) * n), *acc = malloc(sizeof(float) * n);
+    OK(seam_cuda_moe_accumulate(NULL, dacc, d0, dwt, 0, n, &err));
+    OK(seam_cuda_moe_accumulate(NULL, dacc, d1, dwt, 1, n, &err));
+    to_host(acc, dacc, sizeof(float) * n);
+    for (int i = 0; i < n; i++) {
+        volatile float a = y0[i] * wts[0], b = y1[i] * wts[1];
+        cr_assert_eq(acc[i], a + b, "moe_accumulate [%d]: %g, want %g", i, acc[i], a + b);
+    }
+    seam_cuda_free(d0), seam_cuda_free(d1), seam_cuda_free(dwt), seam_cuda_free(dacc);
+    free(y0), free(y1), free(acc);
+}

@@ -342,7 +342,6 @@ ParameterizedTest(golden_case *gc, golden, split) {
     seam_model m;
     seam_error err = {{0}};
     cr_assert(model_load(&m, model_file(name, &fx), &err) == 0, "%s: %s", name, err.msg);
-    if (m.cfg.n_expert) cr_skip_test("%s: MoE layers do not run on the GPU yet", name);
     const int L = m.cfg.n_layers, splits[] = {0, 1, L / 2, L - 1, L};
     for (size_t si = 0; si < sizeof splits / sizeof *splits; si++) {
         const seam_plan_request req = {.gpu_layers = splits[si], .head = -1, .n_ctx = fx.n_tokens,
