@@ -8,7 +8,8 @@ Measures, in alternating order within each repetition (so that a slow spell
 of a shared machine hits every contender alike):
   tg  decode: TG tokens one at a time after a 3-token prompt, tokens/s
   pp  prompt: PP tokens, tokens/s (llama.cpp: one batch; seam: its prefill)
-for seam (`seam run`) and for llama.cpp through llama-cpp-python's low-level
+for seam (`seam bench`, one warm-up and one measured run of each test) and
+for llama.cpp through llama-cpp-python's low-level
 API, with weight repacking off (use_extra_bufts=False: llama.cpp's plain
 path, the arithmetic seam mirrors) and on (True: repacked weights, AMX where
 present). Each llama.cpp run is its own process, so a crash (the repacking
@@ -22,6 +23,7 @@ with --out, to a markdown file with the machine, the date and the commands.
 """
 import argparse
 import datetime
+import json
 import os
 import re
 import shlex
@@ -118,23 +120,15 @@ def run(cmd, timeout=1800):
     return p.returncode, p.stdout + p.stderr
 
 
-def seam_tg(seam, model, threads, tg):
-    rc, out = run([seam, "run", "-m", model, "--tokens", "1,2,3", "-n", str(tg + 1), "-t", str(threads), "-c",
-                   str(tg + 64), "--ids"])
-    m = re.search(r"decode \d+ tokens in [\d.]+ s \(([\d.]+) tok/s", out)
-    if rc or not m:
-        raise RuntimeError(f"seam run failed ({rc}):\n{out[-2000:]}")
-    return float(m.group(1))
-
-
-def seam_pp(seam, model, threads, pp):
-    ids = ",".join(str(1 + i % 1000) for i in range(pp))
-    rc, out = run([seam, "run", "-m", model, "--tokens", ids, "-n", "1", "-t", str(threads), "-c", str(pp + 16),
-                   "--ids"])
-    m = re.search(r"prefill \d+ tokens in [\d.]+ s \(([\d.]+) tok/s", out)
-    if rc or not m:
-        raise RuntimeError(f"seam run failed ({rc}):\n{out[-2000:]}")
-    return float(m.group(1))
+def seam_bench(seam, model, threads, tg, pp):
+    """{'tg': tok/s, 'pp': tok/s} from one `seam bench` run: each test warmed up once, then measured once, as
+    the llama.cpp runner does."""
+    rc, out = run([seam, "bench", "-m", model, "-t", str(threads), "-n", str(tg), "-p", str(pp), "-r", "1",
+                   "-o", "json"])
+    if rc:
+        raise RuntimeError(f"seam bench failed ({rc}):\n{out[-2000:]}")
+    rows = json.loads(out[out.index("["):out.rindex("]") + 1])
+    return {("tg" if r["n_gen"] else "pp"): r["avg_ts"] for r in rows}
 
 
 def llama(model, threads, extra, tg, pp):
@@ -204,9 +198,10 @@ def main():
                 continue
             r["busy"].append(wait_quiet(a.quiet_wait))
             if extra is None:
-                r["tg"].append(seam_tg(a.seam, a.model, a.threads, a.tg))
+                out = seam_bench(a.seam, a.model, a.threads, a.tg, a.pp)
+                r["tg"].append(out["tg"])
                 if a.pp:
-                    r["pp"].append(seam_pp(a.seam, a.model, a.threads, a.pp))
+                    r["pp"].append(out["pp"])
             else:
                 out = llama(a.model, a.threads, extra, a.tg, a.pp)
                 if "error" in out:

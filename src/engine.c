@@ -127,9 +127,9 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
     cpu_rmsnorm(s->xb, s->x, l->attn_norm.data, c->n_embd, c->rms_eps);
 
     // q, k, v projections (with qwen2's biases, qwen3's per-head norms), then RoPE
-    cpu_matvec(eng->pool, &l->wq, s->xb, s->q, s->act);
-    cpu_matvec(eng->pool, &l->wk, s->xb, s->k, s->act);
-    cpu_matvec(eng->pool, &l->wv, s->xb, s->v, s->act);
+    const seam_tensor *qkv[] = {&l->wq, &l->wk, &l->wv};
+    float *const qkv_out[] = {s->q, s->k, s->v};
+    cpu_matmul_parts(eng->pool, 3, qkv, s->xb, 0, qkv_out, (const int64_t[]){0, 0, 0}, 1, s->act);
     engine_qk_prepare(eng, l, s->q, s->k, s->v);
     const bool swa = c->layer_swa[il];
     const float base = swa ? c->rope_base_swa : c->rope_base;
@@ -174,8 +174,9 @@ static void moe_block(seam_engine *eng, const seam_layer_weights *l) {
         const seam_tensor gate = tensor_rows(&l->ffn_gate_exps, e * c->n_ff_exp, c->n_ff_exp);
         const seam_tensor up = tensor_rows(&l->ffn_up_exps, e * c->n_ff_exp, c->n_ff_exp);
         const seam_tensor down = tensor_rows(&l->ffn_down_exps, e * c->n_embd, c->n_embd);
-        cpu_matvec(eng->pool, &gate, s->xb, s->hb, s->act);
-        cpu_matvec(eng->pool, &up, s->xb, s->hb2, s->act);
+        const seam_tensor *gate_up[] = {&gate, &up};
+        float *const gate_up_out[] = {s->hb, s->hb2};
+        cpu_matmul_parts(eng->pool, 2, gate_up, s->xb, 0, gate_up_out, (const int64_t[]){0, 0}, 1, s->act);
         cpu_swiglu(s->hb, s->hb2, c->n_ff_exp);
         cpu_matvec(eng->pool, &down, s->hb, s->xb2, s->act);
         for (int i = 0; i < c->n_embd; i++) s->moe[i] = j ? s->moe[i] + s->xb2[i] * weight[j] : s->xb2[i] * weight[j];
@@ -201,8 +202,9 @@ static void ffn_block(seam_engine *eng, const seam_layer_weights *l) {
         moe_block(eng, l);
         return;
     }
-    cpu_matvec(eng->pool, &l->w_gate, s->xb, s->hb, s->act);
-    cpu_matvec(eng->pool, &l->w_up, s->xb, s->hb2, s->act);
+    const seam_tensor *gate_up[] = {&l->w_gate, &l->w_up};
+    float *const gate_up_out[] = {s->hb, s->hb2};
+    cpu_matmul_parts(eng->pool, 2, gate_up, s->xb, 0, gate_up_out, (const int64_t[]){0, 0}, 1, s->act);
     if (c->ffn_gelu) cpu_geglu(s->hb, s->hb2, c->n_ff);
     else cpu_swiglu(s->hb, s->hb2, c->n_ff);
     cpu_matvec(eng->pool, &l->w_down, s->hb, s->xb2, s->act);

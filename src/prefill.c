@@ -148,9 +148,9 @@ static void attention(seam_engine *eng, batch *b, const seam_layer_weights *l, i
     seam_state *s = &eng->s;
     const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim, n = b->n;
     each_token(attn_norm, eng, b, l, il, pos0);
-    cpu_matmul(eng->pool, &l->wq, b->xb, b->wide, b->q, q_dim, n, b->act);
-    cpu_matmul(eng->pool, &l->wk, b->xb, b->wide, b->k, kv_dim, n, b->act);
-    cpu_matmul(eng->pool, &l->wv, b->xb, b->wide, b->v, kv_dim, n, b->act);
+    const seam_tensor *qkv[] = {&l->wq, &l->wk, &l->wv};
+    float *const qkv_out[] = {b->q, b->k, b->v};
+    cpu_matmul_parts(eng->pool, 3, qkv, b->xb, b->wide, qkv_out, (const int64_t[]){q_dim, kv_dim, kv_dim}, n, b->act);
     each_token(qk_rope, eng, b, l, il, pos0);
     // each token attends over the cache up to its own position
     int t0[BATCH], t1[BATCH];
@@ -186,8 +186,9 @@ static void moe(seam_engine *eng, batch *b, const seam_layer_weights *l) {
         const seam_tensor gate = tensor_rows(&l->ffn_gate_exps, (int64_t)ex * F, F);
         const seam_tensor up = tensor_rows(&l->ffn_up_exps, (int64_t)ex * F, F);
         const seam_tensor down = tensor_rows(&l->ffn_down_exps, (int64_t)ex * E, E);
-        cpu_matmul(eng->pool, &gate, b->gx, E, b->hb, F, m, b->act);
-        cpu_matmul(eng->pool, &up, b->gx, E, b->hb2, F, m, b->act);
+        const seam_tensor *gate_up[] = {&gate, &up};
+        float *const gate_up_out[] = {b->hb, b->hb2};
+        cpu_matmul_parts(eng->pool, 2, gate_up, b->gx, E, gate_up_out, (const int64_t[]){F, F}, m, b->act);
         for (int i = 0; i < m; i++) cpu_swiglu(b->hb + (size_t)i * F, b->hb2 + (size_t)i * F, F);
         cpu_matmul(eng->pool, &down, b->hb, F, b->gx, E, m, b->act);
         for (int i = 0; i < m; i++) memcpy(b->eout + (size_t)b->pair[i] * E, b->gx + (size_t)i * E, sizeof(float) * E);
@@ -214,8 +215,9 @@ static void ffn(seam_engine *eng, batch *b, const seam_layer_weights *l, int il)
         moe(eng, b, l);
         return;
     }
-    cpu_matmul(eng->pool, &l->w_gate, b->xb, b->wide, b->hb, F, n, b->act);
-    cpu_matmul(eng->pool, &l->w_up, b->xb, b->wide, b->hb2, F, n, b->act);
+    const seam_tensor *gate_up[] = {&l->w_gate, &l->w_up};
+    float *const gate_up_out[] = {b->hb, b->hb2};
+    cpu_matmul_parts(eng->pool, 2, gate_up, b->xb, b->wide, gate_up_out, (const int64_t[]){F, F}, n, b->act);
     each_token(ffn_act, eng, b, l, il, 0);
     cpu_matmul(eng->pool, &l->w_down, b->hb, F, b->xb2, c->n_embd, n, b->act);
     each_token(ffn_out, eng, b, l, il, 0);

@@ -433,6 +433,51 @@ Test(matvec, pool_sizes_agree_with_reference) {
     }
 }
 
+// Several matrices as one job (cpu_matmul_parts): each part's outputs equal
+// its own matmul's, for parts that share the inputs' quantisation (Q4_K and
+// Q6_K over Q8_K) and for parts that cannot (Q4_K and Q8_0), on 1..4 threads.
+Test(matvec, parts_equal_one_matmul_each) {
+    enum { COLS = 512, BATCH = 3 };
+    static const uint32_t types[2][3] = {{GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q4_K},
+                                         {GGML_TYPE_Q4_K, GGML_TYPE_Q8_0, GGML_TYPE_Q6_K}};
+    static const int64_t rows[3] = {300, 7, 129};
+    uint64_t rng = 13;
+    float *x = malloc(sizeof(float) * COLS * BATCH);
+    for (int i = 0; i < COLS * BATCH; i++) x[i] = test_rng_normal(&rng);
+    void *scratch = malloc(cpu_matvec_scratch_bytes(COLS) * BATCH);
+    for (int set = 0; set < 2; set++) {
+        seam_tensor w[3];
+        const seam_tensor *wp[3];
+        float *got[3], *want[3];
+        int64_t ldo[3];
+        for (int i = 0; i < 3; i++) {
+            w[i] = make_tensor(types[set][i], rows[i], COLS, &rng);
+            wp[i] = &w[i];
+            ldo[i] = rows[i] + 1;
+            got[i] = malloc(sizeof(float) * (size_t)ldo[i] * BATCH);
+            want[i] = malloc(sizeof(float) * (size_t)ldo[i] * BATCH);
+        }
+        for (int nth = 1; nth <= 4; nth++) {
+            seam_error err = {{0}};
+            seam_pool *pool = pool_create(nth, &err);
+            cr_assert(pool, "%s", err.msg);
+            for (int i = 0; i < 3; i++) {
+                memset(got[i], 0, sizeof(float) * (size_t)ldo[i] * BATCH);
+                memset(want[i], 0, sizeof(float) * (size_t)ldo[i] * BATCH);
+                cpu_matmul(pool, &w[i], x, COLS, want[i], ldo[i], BATCH, scratch);
+            }
+            cpu_matmul_parts(pool, 3, wp, x, COLS, got, ldo, BATCH, scratch);
+            for (int i = 0; i < 3; i++)
+                cr_assert(memcmp(got[i], want[i], sizeof(float) * (size_t)ldo[i] * BATCH) == 0,
+                          "set %d, %d threads: part %d (%s) differs from its own matmul", set, nth, i,
+                          ggml_type_name(w[i].type));
+            pool_destroy(pool);
+        }
+        for (int i = 0; i < 3; i++) free((void *)w[i].data), free(got[i]), free(want[i]);
+    }
+    free(x), free(scratch);
+}
+
 // ---------------------------------------------------------------------------
 // The pool
 

@@ -97,22 +97,32 @@ int cpu_kernels_all(const cpu_kernels *out[CPU_KERNEL_SETS]) {
 
 // ---------------------------------------------------------------- matvec
 
-// One matvec as a pool job, rows handed out by guided self-scheduling: each
+// One matmul as a pool job, rows handed out by guided self-scheduling: each
 // grab takes half of what is left divided among the threads, so the first
 // grabs are long contiguous runs and the last are small, and all threads
 // finish within a few microseconds of each other -- and a thread the OS
 // delays (the cores are shared) leaves its untaken rows to the others. A
-// dozen atomic grabs per thread per matvec.
+// dozen atomic grabs per thread per matmul. The rows are those of up to
+// MAX_PARTS matrices one after another (q, k and v; gate and up), a grab
+// never crossing from one to the next.
+#define MAX_PARTS 4
+
 typedef struct {
     cpu_dot_fn dot;
     uint32_t type;
-    const uint8_t *w;  // (n_rows, row_bytes)
+    const uint8_t *w;  // (rows, row_bytes)
     uint64_t row_bytes;
-    int64_t n_rows, cols, min_rows;
+    int64_t first, rows, min_rows;  // its rows in the job's count; the smallest grab
+    float *out;                     // (n, ldo)
+    int64_t ldo;
+} matmul_part;
+
+typedef struct {
+    matmul_part part[MAX_PARTS];
+    int n_parts;
+    int64_t n_rows, cols;
     const uint8_t *act;  // (n, act_stride): the inputs quantised
     uint64_t act_stride;
-    float *out;          // (n, ldo)
-    int64_t ldo;
     int n;
     _Atomic int64_t next_row;
 } matvec_job;
@@ -121,15 +131,19 @@ static void matvec_share(void *ctx, int ith, int nth) {
     matvec_job *j = ctx;
     for (;;) {
         int64_t r0 = atomic_load(&j->next_row), take;
+        const matmul_part *p;
         do {
             if (r0 >= j->n_rows) return;
-            const int64_t left = j->n_rows - r0;
-            take = left / (2 * nth) > j->min_rows ? left / (2 * nth) : j->min_rows;
-            if (take > left) take = left;
+            p = &j->part[0];
+            while (r0 >= p->first + p->rows) p++;
+            const int64_t left = j->n_rows - r0, in_part = p->first + p->rows - r0;
+            take = left / (2 * nth) > p->min_rows ? left / (2 * nth) : p->min_rows;
+            if (take > in_part) take = in_part;
         } while (!atomic_compare_exchange_weak(&j->next_row, &r0, r0 + take));
         // every input against this grab of rows while they are in cache
-        j->dot(j->type, j->w + (uint64_t)r0 * j->row_bytes, j->row_bytes, take, j->act, j->act_stride, j->n, j->cols,
-               j->out + r0, j->ldo);
+        const int64_t r = r0 - p->first;
+        p->dot(p->type, p->w + (uint64_t)r * p->row_bytes, p->row_bytes, take, j->act, j->act_stride, j->n, j->cols,
+               p->out + r, p->ldo);
     }
 }
 
@@ -157,25 +171,41 @@ static void quantize_share(void *ctx, int ith, int nth) {
     for (int b = ith; b < j->n; b += nth) cpu_quantize_input(j->act_type, j->x + b * j->ldx, j->act + b * j->stride, j->cols);
 }
 
-void cpu_matmul(seam_pool *pool, const seam_tensor *w, const float *x, int64_t ldx, float *out, int64_t ldo, int n,
-                void *scratch) {
+void cpu_matmul_parts(seam_pool *pool, int n_parts, const seam_tensor *const w[], const float *x, int64_t ldx,
+                      float *const out[], const int64_t ldo[], int n, void *scratch) {
     const cpu_kernels *kern = cpu_kernels_get();
-    const uint64_t stride = cpu_matvec_scratch_bytes(w->cols);
+    const uint32_t act_type = seam_vec_dot_type(w[0]->type);
+    const int64_t cols = w[0]->cols;
+    for (int i = 1; i < n_parts; i++)
+        if (n_parts > MAX_PARTS || seam_vec_dot_type(w[i]->type) != act_type || w[i]->cols != cols) {
+            // inputs that cannot be shared: one matmul each
+            for (int k = 0; k < n_parts; k++) cpu_matmul_parts(pool, 1, &w[k], x, ldx, &out[k], &ldo[k], n, scratch);
+            return;
+        }
+    const uint64_t stride = cpu_matvec_scratch_bytes(cols);
     quantize_job quantize = {
-        .x = x, .ldx = ldx, .cols = w->cols, .act_type = seam_vec_dot_type(w->type), .act = scratch, .stride = stride,
-        .n = n,
+        .x = x, .ldx = ldx, .cols = cols, .act_type = act_type, .act = scratch, .stride = stride, .n = n,
     };
     // one input: on the caller, with no job to start and wait for
     if (n == 1) quantize_share(&quantize, 0, 1);
     else pool_run(pool, quantize_share, &quantize);
-    // the smallest grab: ~16 KiB, a couple of microseconds of reading
-    int64_t min_rows = (int64_t)((16u << 10) / (w->row_bytes ? w->row_bytes : 1));
-    matvec_job job = {
-        .dot = kern->dot[w->type], .type = w->type, .w = w->data, .row_bytes = w->row_bytes, .n_rows = w->rows,
-        .cols = w->cols, .min_rows = min_rows > 1 ? min_rows : 1, .act = scratch, .act_stride = stride, .out = out,
-        .ldo = ldo, .n = n,
-    };
+    matvec_job job = {.n_parts = n_parts, .cols = cols, .act = scratch, .act_stride = stride, .n = n};
+    for (int i = 0; i < n_parts; i++) {
+        // the smallest grab: ~16 KiB, a couple of microseconds of reading
+        const int64_t min_rows = (int64_t)((16u << 10) / (w[i]->row_bytes ? w[i]->row_bytes : 1));
+        job.part[i] = (matmul_part){
+            .dot = kern->dot[w[i]->type], .type = w[i]->type, .w = w[i]->data, .row_bytes = w[i]->row_bytes,
+            .first = job.n_rows, .rows = w[i]->rows, .min_rows = min_rows > 1 ? min_rows : 1, .out = out[i],
+            .ldo = ldo[i],
+        };
+        job.n_rows += w[i]->rows;
+    }
     pool_run(pool, matvec_share, &job);
+}
+
+void cpu_matmul(seam_pool *pool, const seam_tensor *w, const float *x, int64_t ldx, float *out, int64_t ldo, int n,
+                void *scratch) {
+    cpu_matmul_parts(pool, 1, &w, x, ldx, &out, &ldo, n, scratch);
 }
 
 void cpu_matvec(seam_pool *pool, const seam_tensor *w, const float *x, float *out, void *scratch) {

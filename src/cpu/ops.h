@@ -34,6 +34,14 @@ void cpu_quantize_input(uint32_t act_type, const float *x, void *act, int64_t co
 void cpu_matmul(seam_pool *pool, const seam_tensor *w, const float *x, int64_t ldx, float *out, int64_t ldo, int n,
                 void *scratch);
 
+// Several matrices against the same inputs -- q, k and v; gate and up -- as
+// one matmul: the inputs quantised once and one pool job over all their
+// rows, so that a token starts and waits for one job, not one per matrix.
+// Matrix i's outputs go to out[i] (n, ldo[i]). Matrices whose activation
+// type or width differ (or more than 4) run one after another instead.
+void cpu_matmul_parts(seam_pool *pool, int n_parts, const seam_tensor *const w[], const float *x, int64_t ldx,
+                      float *const out[], const int64_t ldo[], int n, void *scratch);
+
 // out = x / rms(x) * weight, as ggml_rms_norm then ggml_mul: the sum of
 // squares in double, the scale in float.
 void cpu_rmsnorm(float *out, const float *x, const float *weight, int n, float eps);
