@@ -8,6 +8,7 @@
 // float steps in its order (llama.cpp's, see quant.c and exact.c), so every
 // result must be bitwise the reference's -- the golden logits match
 // llama.cpp's to the last bit only if every dot does.
+#include <sched.h>
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -531,6 +532,24 @@ Test(pool, wakes_sleeping_workers) {
     }
     cr_assert_eq(atomic_load(&job.calls), 20 * 3);
     pool_destroy(pool);
+}
+
+// A pool pins its caller while it lives, and gives the CPUs back when it is
+// destroyed: a second pool made after the first can pin again.
+Test(pool, gives_the_caller_its_cpus_back) {
+    cpu_set_t before, during, after;
+    cr_assert(sched_getaffinity(0, sizeof before, &before) == 0);
+    if (CPU_COUNT(&before) < 2) cr_skip_test("one CPU: nothing to pin");
+    seam_error err = {{0}};
+    for (int round = 0; round < 2; round++) {
+        seam_pool *pool = pool_create(2, &err);
+        cr_assert(pool, "%s", err.msg);
+        cr_assert(sched_getaffinity(0, sizeof during, &during) == 0);
+        cr_assert_eq(CPU_COUNT(&during), 1, "round %d: the caller is not pinned to one CPU", round);
+        pool_destroy(pool);
+        cr_assert(sched_getaffinity(0, sizeof after, &after) == 0);
+        cr_assert(CPU_EQUAL(&before, &after), "round %d: the caller's CPUs were not given back", round);
+    }
 }
 
 Test(pool, null_pool_runs_on_the_caller) {

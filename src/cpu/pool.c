@@ -45,12 +45,15 @@ struct seam_pool {
     _Atomic int n_sleeping;       // workers in (or entering) futex_wait on gen
     _Atomic int caller_sleeping;  // the caller is in (or entering) futex_wait on pending
     _Atomic bool quit;
+    bool caller_pinned;      // pool_create pinned its caller: pool_destroy gives it back caller_mask
+    cpu_set_t caller_mask;   // the caller's affinity before
 };
 
 typedef struct {
     seam_pool *pool;
     int ith;
     bool pin;
+    cpu_set_t allowed;  // the CPUs the pool was made with: worker ith takes the ith
 } worker_arg;
 
 // One step of a spin-wait. Mostly a pause; every YIELD_EVERY steps a
@@ -74,13 +77,13 @@ static void futex_wake_all(_Atomic uint32_t *word) {
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
 
-// Pins the calling thread to the ith CPU of the process's affinity mask, so
-// that the kernel does not migrate a thread (and its warm L2) mid-token.
-static void pin_to(int ith) {
-    cpu_set_t allowed, one;
-    if (sched_getaffinity(0, sizeof allowed, &allowed)) return;
+// Pins the calling thread to the ith CPU of `allowed` (the creator's
+// affinity mask), so that the kernel does not migrate a thread (and its warm
+// L2) mid-token.
+static void pin_to(const cpu_set_t *allowed, int ith) {
+    cpu_set_t one;
     for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; cpu++) {
-        if (!CPU_ISSET(cpu, &allowed) || seen++ != ith) continue;
+        if (!CPU_ISSET(cpu, allowed) || seen++ != ith) continue;
         CPU_ZERO(&one);
         CPU_SET(cpu, &one);
         pthread_setaffinity_np(pthread_self(), sizeof one, &one);
@@ -92,7 +95,7 @@ static void *worker_main(void *argp) {
     const worker_arg arg = *(worker_arg *)argp;
     free(argp);
     seam_pool *p = arg.pool;
-    if (arg.pin) pin_to(arg.ith);
+    if (arg.pin) pin_to(&arg.allowed, arg.ith);
     uint32_t seen = 0;
     for (;;) {
         uint32_t g;
@@ -123,12 +126,13 @@ seam_pool *pool_create(int n_threads, seam_error *e) {
     // Pin only when every thread can have a CPU of its own; otherwise the
     // scheduler must be free to share them out.
     cpu_set_t allowed;
+    CPU_ZERO(&allowed);
     const bool pin =
         n_threads > 1 && !sched_getaffinity(0, sizeof allowed, &allowed) && CPU_COUNT(&allowed) >= n_threads;
     p->n_threads = n_threads;
     for (int i = 1; i < n_threads; i++) {
         worker_arg *arg = malloc(sizeof *arg);
-        if (arg) *arg = (worker_arg){p, i, pin};
+        if (arg) *arg = (worker_arg){p, i, pin, allowed};
         if (!arg || pthread_create(&p->workers[i - 1], NULL, worker_main, arg)) {
             free(arg);
             p->n_threads = i;  // the workers started so far
@@ -136,7 +140,11 @@ seam_pool *pool_create(int n_threads, seam_error *e) {
             return seam_fail(e, "cannot start thread %d of %d for the CPU pool (lower -t)", i + 1, n_threads), NULL;
         }
     }
-    if (pin) pin_to(0);
+    if (pin) {
+        p->caller_pinned = true;
+        p->caller_mask = allowed;
+        pin_to(&allowed, 0);
+    }
     return p;
 }
 
@@ -146,6 +154,8 @@ void pool_destroy(seam_pool *p) {
     atomic_fetch_add(&p->gen, 1);
     futex_wake_all(&p->gen);
     for (int i = 0; i + 1 < p->n_threads; i++) pthread_join(p->workers[i], NULL);
+    // the caller's CPUs back, or the next pool it makes would see only one
+    if (p->caller_pinned) pthread_setaffinity_np(pthread_self(), sizeof p->caller_mask, &p->caller_mask);
     free(p->workers);
     free(p);
 }

@@ -17,9 +17,12 @@ typedef struct seam_pool seam_pool;
 typedef void (*seam_pool_fn)(void *ctx, int ith, int nth);
 
 // Starts n_threads - 1 workers (n_threads >= 1), pinned one per CPU of the
-// process's affinity mask when there are enough CPUs (failures to pin are
-// ignored). NULL with a message in e when threads cannot be created.
+// caller's affinity mask when there are enough CPUs, the caller to the first
+// (failures to pin are ignored). NULL with a message in e when threads
+// cannot be created.
 seam_pool *pool_create(int n_threads, seam_error *e);
+// Stops the workers; called from the thread that created the pool, it gives
+// that thread back the CPUs it had before (so that a later pool can pin).
 void pool_destroy(seam_pool *p);
 int pool_size(const seam_pool *p);
 
