@@ -110,6 +110,12 @@ extern "C" int seam_cuda_event_record(seam_cuda_event *ev, seam_cuda_stream *s, 
     return 0;
 }
 
+extern "C" int seam_cuda_stream_wait_event(seam_cuda_stream *s, const seam_cuda_event *ev, seam_error *e) {
+    if (!ev) return seam_fail(e, "stream_wait_event: NULL event");
+    CUDA_TRY(e, cudaStreamWaitEvent(stream_of(s), ev->ev, 0));
+    return 0;
+}
+
 extern "C" int seam_cuda_event_elapsed_ms(const seam_cuda_event *start, const seam_cuda_event *end, float *ms,
                                           seam_error *e) {
     if (!start || !end || !ms) return seam_fail(e, "event_elapsed_ms: NULL argument");

@@ -73,6 +73,10 @@ int seam_cuda_stream_synchronize(seam_cuda_stream *s, seam_error *e);
 int seam_cuda_event_create(seam_cuda_event **ev, seam_error *e);
 void seam_cuda_event_destroy(seam_cuda_event *ev);
 int seam_cuda_event_record(seam_cuda_event *ev, seam_cuda_stream *s, seam_error *e);
+// Work enqueued on s after this waits until ev, as last recorded, has
+// happened (on whatever stream recorded it): how one stream waits for
+// another's copy without the host waiting.
+int seam_cuda_stream_wait_event(seam_cuda_stream *s, const seam_cuda_event *ev, seam_error *e);
 // Milliseconds between two recorded events (~0.5 us resolution); waits for end.
 int seam_cuda_event_elapsed_ms(const seam_cuda_event *start, const seam_cuda_event *end, float *ms, seam_error *e);
 

@@ -1,6 +1,7 @@
 // bench.c — `seam bench`: llama-bench's tests on seam's engine.
 //
-//   seam bench -m FILE[,FILE..] [-p 512] [-n 128] [-t N,..] [-ngl N,..] [-r 5] [-o md|json|csv]
+//   seam bench -m FILE[,FILE..] [-p 512] [-n 128] [-t N,..] [-ngl N,..] [--overflow cpu,mapped,stream]
+//              [-r 5] [-o md|json|csv]
 //
 // For every model and every combination of the swept values (comma lists,
 // or ranges first-last[+step]), one engine runs:
@@ -42,7 +43,7 @@ typedef struct {
     char *model_list;  // -m's text, split in place into models[]
     const char *models[MAX_MODELS];
     int n_models;
-    int_list prompt, gen, threads, gpu_layers;
+    int_list prompt, gen, threads, gpu_layers, overflow;
     int reps;
     out_format format;
     bool no_graph;
@@ -54,6 +55,7 @@ typedef struct {
     uint64_t size, params;
     const char *kernels;
     int threads, gpu_layers;
+    seam_overflow overflow;
     int n_prompt, n_gen;  // one of them is 0
     double ts[MAX_REPS];  // tokens per second of each repetition
     int reps;
@@ -71,6 +73,7 @@ static void usage(FILE *f) {
             "  -n, --n-gen LIST         generation lengths to test, 0 = none [128]\n"
             "  -t, --threads LIST       CPU threads [all cores]\n"
             "  -ngl, --gpu-layers LIST  layers on the GPU [0]\n"
+            "      --overflow MODES     how the rest run: cpu, mapped, stream, comma-separated [cpu]\n"
             "  -r, --repetitions N      measured runs of each test, after one warm-up [5]\n"
             "  -o, --output FORMAT      md, json or csv [md]\n"
             "      --no-graph           launch the GPU layers op by op [one CUDA graph]\n"
@@ -123,6 +126,7 @@ static int parse_bench_options(int argc, char **argv, bench_options *o) {
     o->gen = (int_list){{128}, 1};
     o->threads = (int_list){{cores > 0 ? (int)cores : 1}, 1};
     o->gpu_layers = (int_list){{0}, 1};
+    o->overflow = (int_list){{OVERFLOW_CPU}, 1};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define IS(s) (!strcmp(a, s))
@@ -152,6 +156,20 @@ static int parse_bench_options(int argc, char **argv, bench_options *o) {
             i++;
         } else if (IS("-ngl") || IS("--gpu-layers")) {
             if (parse_list(a, v, 0, SEAM_MAX_LAYERS, &o->gpu_layers)) return -1;
+            i++;
+        } else if (IS("--overflow")) {
+            o->overflow.n = 0;
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", v ? v : "");
+            char *save = NULL;
+            for (char *m = strtok_r(buf, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+                int k = 0;
+                while (k < OVERFLOW_COUNT && strcmp(m, plan_overflow_name[k])) k++;
+                if (k == OVERFLOW_COUNT || o->overflow.n == MAX_LIST)
+                    return fprintf(stderr, "seam bench: --overflow wants cpu, mapped, stream (got '%s')\n", v ? v : ""), -1;
+                o->overflow.v[o->overflow.n++] = k;
+            }
+            if (!o->overflow.n) return fprintf(stderr, "seam bench: --overflow wants cpu, mapped, stream\n"), -1;
             i++;
         } else if (IS("-r") || IS("--repetitions")) {
             char *end;
@@ -228,9 +246,11 @@ static void print_md(const bench_row *rows, int n) {
         test_name(r, test, sizeof test);
         if (r->n_gen) snprintf(gbs, sizeof gbs, "%.2f", r->gbs);
         if (r->n_gen && r->read_limit > 0) snprintf(pct, sizeof pct, "%.0f%%", 100 * r->gbs / r->read_limit);
-        printf("| %s | %.2f MiB | %.2f B | %s%s | %d | %d | %s | %.2f ± %.2f | %s | %s |\n", r->model,
-               r->size / 1048576.0, r->params / 1e9, r->gpu_layers ? "CUDA + CPU " : "CPU ", r->kernels, r->threads,
-               r->gpu_layers, test, r->mean, r->sd, gbs, pct);
+        char backend[64];
+        if (r->overflow != OVERFLOW_CPU) snprintf(backend, sizeof backend, "CUDA, rest %s", plan_overflow_name[r->overflow]);
+        else snprintf(backend, sizeof backend, "%sCPU %s", r->gpu_layers ? "CUDA + " : "", r->kernels);
+        printf("| %s | %.2f MiB | %.2f B | %s | %d | %d | %s | %.2f ± %.2f | %s | %s |\n", r->model,
+               r->size / 1048576.0, r->params / 1e9, backend, r->threads, r->gpu_layers, test, r->mean, r->sd, gbs, pct);
     }
 }
 
@@ -243,10 +263,10 @@ static void print_json(const bench_row *rows, int n) {
         printf("  {\"model\": \"");
         for (const char *c = r->model; *c; c++) printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
         printf("\", \"model_size\": %llu, \"model_params\": %llu, \"kernels\": \"%s\", \"n_threads\": %d, "
-               "\"n_gpu_layers\": %d, \"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"avg_ts\": %.4f, "
-               "\"stddev_ts\": %.4f, \"samples_ts\": [",
-               (unsigned long long)r->size, (unsigned long long)r->params, r->kernels, r->threads, r->gpu_layers, test,
-               r->n_prompt, r->n_gen, r->mean, r->sd);
+               "\"n_gpu_layers\": %d, \"overflow\": \"%s\", \"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, "
+               "\"avg_ts\": %.4f, \"stddev_ts\": %.4f, \"samples_ts\": [",
+               (unsigned long long)r->size, (unsigned long long)r->params, r->kernels, r->threads, r->gpu_layers,
+               plan_overflow_name[r->overflow], test, r->n_prompt, r->n_gen, r->mean, r->sd);
         for (int k = 0; k < r->reps; k++) printf(k ? ", %.4f" : "%.4f", r->ts[k]);
         printf("], \"gbps\": %.4f, \"read_gbps\": %.4f}%s\n", r->gbs, r->read_limit, i + 1 < n ? "," : "");
     }
@@ -254,15 +274,15 @@ static void print_json(const bench_row *rows, int n) {
 }
 
 static void print_csv(const bench_row *rows, int n) {
-    printf("model,model_size,model_params,kernels,n_threads,n_gpu_layers,test,n_prompt,n_gen,avg_ts,stddev_ts,gbps,"
-           "read_gbps\n");
+    printf("model,model_size,model_params,kernels,n_threads,n_gpu_layers,overflow,test,n_prompt,n_gen,avg_ts,stddev_ts,"
+           "gbps,read_gbps\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         char test[32];
         test_name(r, test, sizeof test);
-        printf("\"%s\",%llu,%llu,%s,%d,%d,%s,%d,%d,%.4f,%.4f,%.4f,%.4f\n", r->model, (unsigned long long)r->size,
-               (unsigned long long)r->params, r->kernels, r->threads, r->gpu_layers, test, r->n_prompt, r->n_gen,
-               r->mean, r->sd, r->gbs, r->read_limit);
+        printf("\"%s\",%llu,%llu,%s,%d,%d,%s,%s,%d,%d,%.4f,%.4f,%.4f,%.4f\n", r->model, (unsigned long long)r->size,
+               (unsigned long long)r->params, r->kernels, r->threads, r->gpu_layers, plan_overflow_name[r->overflow],
+               test, r->n_prompt, r->n_gen, r->mean, r->sd, r->gbs, r->read_limit);
     }
 }
 
@@ -282,14 +302,16 @@ static double read_limit_for(int threads, double cache[257]) {
 
 // Every test of one model under one configuration, appended to rows.
 static int bench_config(const bench_options *o, const char *path, const seam_model *m, int threads, int ngl,
-                        bench_row *rows, int *n_rows, int max_rows, double bw_cache[257]) {
+                        seam_overflow overflow, bench_row *rows, int *n_rows, int max_rows, double bw_cache[257]) {
     seam_error e = {{0}};
     seam_plan plan;
-    seam_plan_request req = {.gpu_layers = ngl, .head = -1, .n_ctx = 0, .gpu_budget = gpu_free_bytes()};
+    seam_plan_request req = {.gpu_layers = ngl, .head = -1, .overflow = overflow, .n_ctx = 0,
+                             .gpu_budget = gpu_free_bytes()};
     const int n_ctx = list_max(&o->prompt) > list_max(&o->gen) ? list_max(&o->prompt) : list_max(&o->gen);
     req.n_ctx = n_ctx > 0 ? n_ctx : 1;
     seam_engine eng;
     if (plan_make(&plan, m, &req, &e)) return fprintf(stderr, "seam bench: %s, -ngl %d: %s\n", path, ngl, e.msg), -1;
+    const bool gpu = plan_gpu_computed_layers(&plan) > 0 || plan.head == DEV_GPU;
     if (engine_init(&eng, m, req.n_ctx, &e) || engine_set_threads(&eng, threads, &e) ||
         engine_place(&eng, &plan, !o->no_graph, &e)) {
         fprintf(stderr, "seam bench: %s: %s\n", path, e.msg);
@@ -312,7 +334,7 @@ static int bench_config(const bench_options *o, const char *path, const seam_mod
             if (*n_rows == max_rows) return free(ids), engine_free(&eng), fprintf(stderr, "seam bench: too many tests\n"), -1;
             bench_row *row = &rows[(*n_rows)++];
             *row = (bench_row){.model = path, .size = m->file.size, .params = params,
-                               .kernels = cpu_kernels_get()->name, .threads = threads, .gpu_layers = ngl,
+                               .kernels = cpu_kernels_get()->name, .threads = threads, .gpu_layers = ngl, .overflow = overflow,
                                .n_prompt = kind == 0 ? sizes->v[s] : 0, .n_gen = kind == 1 ? sizes->v[s] : 0};
             test_tokens(ids, sizes->v[s], m->cfg.n_vocab, (uint64_t)sizes->v[s] * 2 + (uint64_t)kind);
             char test[32];
@@ -331,7 +353,7 @@ static int bench_config(const bench_options *o, const char *path, const seam_mod
             }
             if (rc) break;
             finish_row(row, model_bytes_per_token(m));
-            if (row->n_gen) row->read_limit = ngl ? 0 : read_limit_for(threads, bw_cache);
+            if (row->n_gen) row->read_limit = gpu ? 0 : read_limit_for(threads, bw_cache);
             fprintf(stderr, "%sseam bench: %s t=%d ngl=%d %s: %.2f ± %.2f tok/s\n", progress ? "\r" : "", path, threads,
                     ngl, test, row->mean, row->sd);
         }
@@ -344,7 +366,7 @@ static int bench_config(const bench_options *o, const char *path, const seam_mod
 int cmd_bench(int argc, char **argv) {
     bench_options o;
     if (parse_bench_options(argc, argv, &o)) return free(o.model_list), 2;
-    const int max_rows = o.n_models * o.threads.n * o.gpu_layers.n * (o.prompt.n + o.gen.n);
+    const int max_rows = o.n_models * o.threads.n * o.gpu_layers.n * o.overflow.n * (o.prompt.n + o.gen.n);
     bench_row *rows = calloc((size_t)max_rows, sizeof *rows);
     if (!rows) return free(o.model_list), fprintf(stderr, "seam bench: out of memory for %d results\n", max_rows), 1;
     double bw_cache[257] = {0};
@@ -359,9 +381,10 @@ int cmd_bench(int argc, char **argv) {
         }
         for (int ti = 0; ti < o.threads.n && rc == 0; ti++)
             for (int gi = 0; gi < o.gpu_layers.n && rc == 0; gi++)
-                if (bench_config(&o, o.models[mi], &m, o.threads.v[ti], o.gpu_layers.v[gi], rows, &n_rows, max_rows,
-                                 bw_cache))
-                    rc = 1;
+                for (int fi = 0; fi < o.overflow.n && rc == 0; fi++)
+                    if (bench_config(&o, o.models[mi], &m, o.threads.v[ti], o.gpu_layers.v[gi],
+                                     (seam_overflow)o.overflow.v[fi], rows, &n_rows, max_rows, bw_cache))
+                        rc = 1;
         model_free(&m);
     }
     if (o.format == OUT_MD) print_md(rows, n_rows);

@@ -69,9 +69,9 @@ int engine_place(seam_engine *eng, const seam_plan *plan, bool use_graph, seam_e
     eng->gpu = NULL;
     eng->gpu_layers = 0;
     eng->head_on_gpu = false;
-    if (plan->gpu_layers == 0 && plan->head != DEV_GPU) return 0;
+    if (plan_gpu_computed_layers(plan) == 0 && plan->head != DEV_GPU) return 0;
     if (gpu_segment_init(&eng->gpu, eng->model, plan, eng->n_ctx, use_graph, e)) return -1;
-    eng->gpu_layers = plan->gpu_layers;
+    eng->gpu_layers = plan_gpu_computed_layers(plan);
     eng->head_on_gpu = plan->head == DEV_GPU;
     return 0;
 }

@@ -38,16 +38,29 @@ uint64_t gpu_free_bytes(void) {
     return seam_cuda_device_count() > 0 && seam_cuda_device_info(0, &info, &e) == 0 ? info.free_bytes : 0;
 }
 
-// A layer's weights on the device: the host layer's views with data
-// pointers into device memory.
+// A layer's weights as the device reads them: the host layer's views with
+// data pointers into device memory -- its own copy (resident), the device's
+// alias of its pinned host copy (mapped), or the staging buffer it is copied
+// into before it runs (stream).
 typedef struct {
     seam_layer_weights w;
     uint16_t *k_cache, *v_cache;  // (n_ctx, n_kv_heads * head_dim) f16
+    void *host_block;             // mapped and stream: the layer's tensors, pinned, at 256-byte offsets
+    uint64_t block_bytes;
 } gpu_layer;
+
+// Per streamed layer: when its copy ran, and when the GPU waited for it.
+typedef struct {
+    seam_cuda_event *copy_begin, *copy_end;  // on the copy stream
+    seam_cuda_event *wait_begin, *wait_end;  // on the compute stream, around its wait for copy_end
+    seam_cuda_event *done;                   // on the compute stream: the layer ran, its buffer is free
+} stream_events;
 
 struct gpu_segment {
     const seam_model *model;
     int n_layers;             // layers 0..n_layers-1 run here
+    int resident;             // of which 0..resident-1 live in device memory; the rest run from host memory
+    seam_overflow overflow;   // how: OVERFLOW_MAPPED or OVERFLOW_STREAM (the rest run on the CPU otherwise)
     bool head;                // the output norm and head run here too
     int n_ctx;
     bool use_graph;
@@ -67,6 +80,9 @@ struct gpu_segment {
     float *weights;           // (n_expert_used) their renormalised weights (MoE)
     void *scratch;            // quantised activations of the widest input
     void *scratch_hidden;     // quantised FFN hidden layer, while scratch holds the FFN input (MoE)
+    seam_cuda_stream *copy_stream;  // stream: the weight copies, beside the compute stream
+    void *staging[2];         // stream: two device buffers the overflow layers take turns in
+    stream_events *streamed;  // stream: [n_layers - resident]
     void **allocations;       // every device buffer, for gpu_segment_free
     int n_allocations, cap_allocations;
 };
@@ -99,19 +115,67 @@ static int upload(gpu_segment *g, seam_tensor *dst, const seam_tensor *t, seam_e
     return 0;
 }
 
+// The tensors of a layer, host side and device side, in one order.
+#define LAYER_TENSORS(l)                                                                                          \
+    &(l)->attn_norm, &(l)->wq, &(l)->wk, &(l)->wv, &(l)->bq, &(l)->bk, &(l)->bv, &(l)->q_norm, &(l)->k_norm,      \
+        &(l)->wo, &(l)->attn_post_norm, &(l)->ffn_norm, &(l)->w_gate, &(l)->w_up, &(l)->w_down, &(l)->ffn_post_norm, \
+        &(l)->ffn_gate_inp, &(l)->ffn_gate_exps, &(l)->ffn_up_exps, &(l)->ffn_down_exps
+
+static uint64_t align256(uint64_t x) { return (x + 255) & ~(uint64_t)255; }
+
+// Bytes of layer il's tensors laid out at 256-byte offsets.
+static uint64_t layer_block_bytes(const seam_layer_weights *h) {
+    const seam_tensor *src[] = {LAYER_TENSORS(h)};
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++)
+        if (src[i]->data) bytes = align256(bytes) + src[i]->n_bytes;
+    return align256(bytes);
+}
+
+// An overflow layer (mapped or stream): its tensors copied into one pinned
+// host block; the device views point at base + the same offsets (the
+// block's device alias, or a staging buffer).
+static int place_host_layer(gpu_segment *g, int il, void *base, seam_error *e) {
+    const seam_layer_weights *h = &g->model->w.layers[il];
+    gpu_layer *L = &g->layers[il];
+    seam_layer_weights *d = &L->w;
+    *d = *h;
+    const seam_tensor *src[] = {LAYER_TENSORS(h)};
+    seam_tensor *dst[] = {LAYER_TENSORS(d)};
+    L->block_bytes = layer_block_bytes(h);
+    if (seam_cuda_host_alloc(&L->host_block, L->block_bytes, e)) return -1;
+    uint64_t off = 0;
+    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++) {
+        if (!src[i]->data) continue;
+        off = align256(off);
+        memcpy((uint8_t *)L->host_block + off, src[i]->data, src[i]->n_bytes);
+        dst[i]->data = (uint8_t *)(base ? base : L->host_block) + off;
+        off += src[i]->n_bytes;
+    }
+    if (base) return 0;  // stream: the views point into the staging buffer
+    void *alias;  // mapped: the device reads the pinned block across the bus
+    if (seam_cuda_host_device_pointer(&alias, L->host_block, e)) return -1;
+    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++)
+        if (src[i]->data) dst[i]->data = (uint8_t *)alias + ((const uint8_t *)dst[i]->data - (uint8_t *)L->host_block);
+    return 0;
+}
+
 static int upload_layer(gpu_segment *g, int il, seam_error *e) {
     const seam_layer_weights *h = &g->model->w.layers[il];
     seam_layer_weights *d = &g->layers[il].w;
-    const seam_tensor *src[] = {&h->attn_norm, &h->wq, &h->wk, &h->wv, &h->bq, &h->bk, &h->bv, &h->q_norm,
-                                &h->k_norm, &h->wo, &h->attn_post_norm, &h->ffn_norm, &h->w_gate, &h->w_up,
-                                &h->w_down, &h->ffn_post_norm, &h->ffn_gate_inp, &h->ffn_gate_exps,
-                                &h->ffn_up_exps, &h->ffn_down_exps};
-    seam_tensor *dst[] = {&d->attn_norm, &d->wq, &d->wk, &d->wv, &d->bq, &d->bk, &d->bv, &d->q_norm,
-                          &d->k_norm, &d->wo, &d->attn_post_norm, &d->ffn_norm, &d->w_gate, &d->w_up,
-                          &d->w_down, &d->ffn_post_norm, &d->ffn_gate_inp, &d->ffn_gate_exps,
-                          &d->ffn_up_exps, &d->ffn_down_exps};
+    const seam_tensor *src[] = {LAYER_TENSORS(h)};
+    seam_tensor *dst[] = {LAYER_TENSORS(d)};
     for (size_t i = 0; i < sizeof src / sizeof src[0]; i++)
         if (upload(g, dst[i], src[i], e)) return -1;
+    return 0;
+}
+
+// Layer il's weights where the plan has them, and its KV caches on the device.
+static int place_layer(gpu_segment *g, int il, seam_error *e) {
+    const int rc = il < g->resident              ? upload_layer(g, il, e)
+                   : g->overflow == OVERFLOW_MAPPED ? place_host_layer(g, il, NULL, e)
+                                                    : place_host_layer(g, il, g->staging[(il - g->resident) % 2], e);
+    if (rc) return -1;
     const seam_config *c = &g->model->cfg;
     const size_t cache = (size_t)g->n_ctx * c->n_kv_heads * c->head_dim * sizeof(uint16_t);
     return dev_alloc(g, (void **)&g->layers[il].k_cache, cache, "a layer's K cache", e) ||
@@ -123,18 +187,21 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     *out = NULL;
     const seam_config *c = &m->cfg;
     if (seam_cuda_device_count() == 0) return seam_fail(e, "GPU layers need a CUDA device and there is none");
-    for (int il = 0; il < plan->gpu_layers; il++)
-        if (plan->experts[il] != DEV_GPU)
+    for (int il = 0; il < plan_gpu_computed_layers(plan); il++)
+        if (il < plan->gpu_layers && plan->experts[il] != DEV_GPU)
             return seam_fail(e, "layer %d runs on the GPU but its experts are planned on the CPU (--cpu-moe, "
                                 "--n-cpu-moe): the GPU segment runs a layer's experts with it; lower -ngl to %d "
                                 "or drop the flag", il, il);
     gpu_segment *g = calloc(1, sizeof *g);
     if (!g) return seam_fail(e, "out of memory");
     g->model = m;
-    g->n_layers = plan->gpu_layers;
+    g->n_layers = plan_gpu_computed_layers(plan);
+    g->resident = plan->gpu_layers;
+    g->overflow = plan->overflow;
     g->head = plan->head == DEV_GPU;
     g->n_ctx = n_ctx;
-    g->use_graph = use_graph;
+    // the streamed layers' copies and waits are two streams' work, launched op by op
+    g->use_graph = use_graph && !(g->overflow == OVERFLOW_STREAM && g->resident < g->n_layers);
     g->layers = calloc((size_t)(g->n_layers > 0 ? g->n_layers : 1), sizeof *g->layers);
     const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
     const int hidden = c->n_expert ? c->n_ff_exp : c->n_ff;  // as engine_init sizes it
@@ -161,7 +228,26 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
              dev_alloc(g, (void **)&g->chosen, (size_t)c->n_expert_used * 4, "the chosen experts", e) ||
              dev_alloc(g, (void **)&g->weights, (size_t)c->n_expert_used * 4, "the experts' weights", e) ||
              dev_alloc(g, &g->scratch_hidden, seam_cuda_matvec_scratch_bytes(hidden), "quantised activations", e);
-    for (int il = 0; !rc && il < g->n_layers; il++) rc = upload_layer(g, il, e);
+    const int n_streamed = g->overflow == OVERFLOW_STREAM ? g->n_layers - g->resident : 0;
+    if (!rc && n_streamed > 0) {
+        uint64_t largest = 0;
+        for (int il = g->resident; il < g->n_layers; il++) {
+            const uint64_t b = layer_block_bytes(&m->w.layers[il]);
+            largest = b > largest ? b : largest;
+        }
+        g->streamed = calloc((size_t)n_streamed, sizeof *g->streamed);
+        rc = !g->streamed ? seam_fail(e, "out of memory") : 0;
+        rc = rc || seam_cuda_stream_create(&g->copy_stream, e) ||
+             dev_alloc(g, &g->staging[0], largest, "a staging buffer for streamed layers", e) ||
+             dev_alloc(g, &g->staging[1], largest, "a staging buffer for streamed layers", e);
+        for (int i = 0; !rc && i < n_streamed; i++) {
+            stream_events *se = &g->streamed[i];
+            rc = seam_cuda_event_create(&se->copy_begin, e) || seam_cuda_event_create(&se->copy_end, e) ||
+                 seam_cuda_event_create(&se->wait_begin, e) || seam_cuda_event_create(&se->wait_end, e) ||
+                 seam_cuda_event_create(&se->done, e);
+        }
+    }
+    for (int il = 0; !rc && il < g->n_layers; il++) rc = place_layer(g, il, e);
     if (!rc && g->head)
         rc = upload(g, &g->output_norm, &m->w.output_norm, e) || upload(g, &g->output, &m->w.output, e) ||
              dev_alloc(g, (void **)&g->logits_dev, (size_t)c->n_vocab * 4, "the logits", e);
@@ -176,6 +262,17 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
 void gpu_segment_free(gpu_segment *g) {
     if (!g) return;
     if (g->graph) seam_cuda_graph_destroy(g->graph);
+    if (g->stream) seam_cuda_stream_synchronize(g->stream, &(seam_error){{0}});  // nothing may still read
+    if (g->copy_stream) seam_cuda_stream_synchronize(g->copy_stream, &(seam_error){{0}});
+    for (int i = 0; g->streamed && i < g->n_layers - g->resident; i++) {
+        stream_events *se = &g->streamed[i];
+        seam_cuda_event_destroy(se->copy_begin), seam_cuda_event_destroy(se->copy_end);
+        seam_cuda_event_destroy(se->wait_begin), seam_cuda_event_destroy(se->wait_end);
+        seam_cuda_event_destroy(se->done);
+    }
+    free(g->streamed);
+    for (int il = 0; g->layers && il < g->n_layers; il++) seam_cuda_host_free(g->layers[il].host_block);
+    seam_cuda_stream_destroy(g->copy_stream);
     for (int i = 0; i < g->n_allocations; i++) seam_cuda_free(g->allocations[i]);
     free(g->allocations);
     seam_cuda_host_free(g->step_host);
@@ -261,11 +358,41 @@ static int layer_forward(gpu_segment *g, int il, seam_error *e) {
     return seam_cuda_add(s, g->x, g->xb2, c->n_embd, e);
 }
 
-// Every layer of the segment, and the head when it is here.
+// Streamed layer i's weights into its staging buffer, on the copy stream,
+// once the layer that last used the buffer (i - 2) has run.
+static int issue_copy(gpu_segment *g, int i, seam_error *e) {
+    const gpu_layer *L = &g->layers[g->resident + i];
+    const stream_events *se = &g->streamed[i];
+    return (i >= 2 && seam_cuda_stream_wait_event(g->copy_stream, g->streamed[i - 2].done, e)) ||
+           seam_cuda_event_record(se->copy_begin, g->copy_stream, e) ||
+           seam_cuda_copy_h2d(g->copy_stream, g->staging[i % 2], L->host_block, L->block_bytes, e) ||
+           seam_cuda_event_record(se->copy_end, g->copy_stream, e);
+}
+
+// Every layer of the segment, and the head when it is here. Streamed
+// layers: the first two copies start with the token, under the resident
+// layers' compute; each later copy waits for its buffer's previous layer,
+// and each streamed layer waits for its own copy (the wait timed by events,
+// so the report can show what the bus cost the GPU).
 static int enqueue_segment(gpu_segment *g, seam_error *e) {
     const seam_config *c = &g->model->cfg;
-    for (int il = 0; il < g->n_layers; il++)
+    const int n_streamed = g->streamed ? g->n_layers - g->resident : 0;
+    for (int i = 0; i < n_streamed && i < 2; i++)
+        if (issue_copy(g, i, e)) return -1;
+    for (int il = 0; il < g->n_layers; il++) {
+        const int i = il - g->resident;
+        if (i >= 0 && n_streamed) {
+            const stream_events *se = &g->streamed[i];
+            if (seam_cuda_event_record(se->wait_begin, g->stream, e) ||
+                seam_cuda_stream_wait_event(g->stream, se->copy_end, e) ||
+                seam_cuda_event_record(se->wait_end, g->stream, e))
+                return -1;
+        }
         if (layer_forward(g, il, e)) return -1;
+        if (i >= 0 && n_streamed &&
+            (seam_cuda_event_record(g->streamed[i].done, g->stream, e) || (i + 2 < n_streamed && issue_copy(g, i + 2, e))))
+            return -1;
+    }
     if (!g->head) return 0;
     if (seam_cuda_rmsnorm(g->stream, g->x, g->x, g->output_norm.data, 1, c->n_embd, c->rms_eps, e) ||
         matvec(g, &g->output, g->x, g->logits_dev, e))
@@ -291,6 +418,23 @@ static int crossing(gpu_segment *g, seam_direction dir, void *dst, const void *s
     const seam_crossing rec = {.token = token, .layer = layer, .dir = dir, .bytes = bytes,
                                .wait_us = 1e6 * (t1 - t0), .copy_us = 1e3 * ms, .total_us = 1e6 * (seam_now() - t0)};
     return timeline_add_crossing(tl, &rec) ? seam_fail(e, "out of memory for the timeline") : 0;
+}
+
+// The streamed layers' copies of this token as crossings of weights: the
+// DMA's own time, and how long the GPU stalled waiting for it.
+static int record_streamed(gpu_segment *g, seam_timeline *tl, int token, seam_error *e) {
+    for (int i = 0; g->streamed && i < g->n_layers - g->resident; i++) {
+        const stream_events *se = &g->streamed[i];
+        float copy_ms = 0, stall_ms = 0;
+        if (seam_cuda_event_elapsed_ms(se->copy_begin, se->copy_end, &copy_ms, e) ||
+            seam_cuda_event_elapsed_ms(se->wait_begin, se->wait_end, &stall_ms, e))
+            return -1;
+        const seam_crossing rec = {.token = token, .layer = g->resident + i, .dir = CROSS_WEIGHTS,
+                                   .bytes = g->layers[g->resident + i].block_bytes, .wait_us = 1e3 * stall_ms,
+                                   .copy_us = 1e3 * copy_ms, .total_us = 0};
+        if (timeline_add_crossing(tl, &rec)) return seam_fail(e, "out of memory for the timeline");
+    }
+    return 0;
 }
 
 int gpu_segment_forward(gpu_segment *g, float *x, float *logits, int pos, seam_timeline *tl, seam_token_time *tt,
@@ -320,6 +464,7 @@ int gpu_segment_forward(gpu_segment *g, float *x, float *logits, int pos, seam_t
         seam_cuda_event_elapsed_ms(g->ev_start, g->ev_end, &ms, e))
         return -1;
     tt->segment_us[SEG_GPU] = 1e3 * ms;  // the launch and the wait for it land in the report's "other"
+    if (record_streamed(g, tl, token, e)) return -1;
 
     // back to the host: the logits when the head ran here, else the hidden state
     if (g->head)

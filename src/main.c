@@ -36,6 +36,7 @@ typedef struct {
     int gpu_layers;         // -ngl; -1 = auto
     uint64_t gpu_mem;       // --gpu-mem: plan for a GPU of this many bytes
     int head;               // --head: -1 = with the last layer, DEV_CPU, DEV_GPU
+    seam_overflow overflow; // --overflow: how the layers past -ngl run
     bool cpu_moe;           // --cpu-moe
     int n_cpu_moe;          // --n-cpu-moe
     bool no_graph;          // --no-graph: one launch per GPU op instead of a replayed CUDA graph
@@ -71,6 +72,9 @@ static void usage(FILE *f) {
             "  -t, --threads N         CPU threads [all cores]\n"
             "  -ngl, --gpu-layers N    layers 0..N-1 on the GPU; 'auto' = as many as fit [0]\n"
             "      --head cpu|gpu      where the output head runs [the device of the last layer]\n"
+            "      --overflow MODE     how the layers past -ngl run: cpu (on the CPU), mapped (on the GPU,\n"
+            "                          reading their weights over the bus), stream (on the GPU, each layer\n"
+            "                          copied in while earlier ones compute) [cpu]\n"
             "      --no-graph          launch the GPU layers op by op instead of as one CUDA graph [graph]\n"
             "      --cpu-moe           keep every layer's experts on the CPU (MoE models)\n"
             "      --n-cpu-moe N       keep the experts of layers 0..N-1 on the CPU [0]\n"
@@ -87,7 +91,7 @@ static void usage(FILE *f) {
             "  seam inspect FILE\n"
             "  seam logits -m FILE (--tokens IDS | -p TEXT) -o OUT.f32 [-c N]\n"
             "  seam tokenize -m FILE TEXT\n"
-            "  seam plan -m FILE [-ngl N|auto] [-c N] [--gpu-mem SIZE] [--head cpu|gpu] [--n-cpu-moe N]\n");
+            "  seam plan -m FILE [-ngl N|auto] [-c N] [--gpu-mem SIZE] [--head cpu|gpu] [--overflow MODE] [--n-cpu-moe N]\n");
 }
 
 static int parse_long(const char *flag, const char *v, long lo, long hi, long *out) {
@@ -157,6 +161,12 @@ static int parse_options(int argc, char **argv, options *o) {
             else if (v && !strcmp(v, "gpu")) o->head = DEV_GPU;
             else return fprintf(stderr, "seam: --head wants cpu or gpu (got '%s')\n", v ? v : ""), -1;
             i++;
+        } else if (IS("--overflow")) {
+            int k = 0;
+            while (k < OVERFLOW_COUNT && !(v && !strcmp(v, plan_overflow_name[k]))) k++;
+            if (k == OVERFLOW_COUNT)
+                return fprintf(stderr, "seam: --overflow wants cpu, mapped or stream (got '%s')\n", v ? v : ""), -1;
+            o->overflow = (seam_overflow)k, i++;
         } else if (IS("--no-graph")) {
             o->no_graph = true;
         } else if (IS("--cpu-moe")) {
@@ -247,7 +257,7 @@ static int parse_token_list(const char *s, int n_vocab, int **ids, int *n) {
 static int make_plan(const options *o, const seam_model *m, bool will_run, seam_plan *p) {
     seam_error err = {{0}};
     seam_plan_request req = {.gpu_layers = o->gpu_layers, .n_cpu_moe = o->n_cpu_moe, .cpu_moe = o->cpu_moe,
-                             .head = o->head, .n_ctx = o->n_ctx};
+                             .head = o->head, .overflow = o->overflow, .n_ctx = o->n_ctx};
     req.gpu_budget = gpu_free_bytes();
     const bool have_gpu = req.gpu_budget > 0;
     if (o->gpu_mem) {

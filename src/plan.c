@@ -11,7 +11,15 @@
 // the quantised activation buffers. A round figure, checked after loading.
 #define GPU_RESERVE (64ull << 20)
 
+const char *const plan_overflow_name[OVERFLOW_COUNT] = {"cpu", "mapped", "stream"};
+
 static uint64_t tensor_bytes(const seam_tensor *t) { return t->data ? t->n_bytes : 0; }
+
+uint64_t plan_layer_bytes(const seam_model *m, int il) { return model_layer_bytes(m, il); }
+
+int plan_gpu_computed_layers(const seam_plan *p) {
+    return p->overflow == OVERFLOW_CPU ? p->gpu_layers : p->n_layers;
+}
 
 // Bytes of layer il outside its routed experts, and of its experts.
 static void layer_split(const seam_model *m, int il, uint64_t *shared, uint64_t *experts) {
@@ -38,8 +46,11 @@ static void place(seam_plan *p, const seam_model *m, const seam_plan_request *re
     memset(p, 0, sizeof *p);
     p->n_layers = c->n_layers;
     p->gpu_layers = n;
+    p->overflow = req->overflow;
     p->n_ctx = req->n_ctx;
     p->budget[DEV_GPU] = req->gpu_budget;
+    const bool overflow_on_gpu = req->overflow != OVERFLOW_CPU;
+    uint64_t largest_overflow = 0;  // the stream placement's two staging buffers hold the largest
     for (int il = 0; il < c->n_layers; il++) {
         p->layer[il] = il < n ? DEV_GPU : DEV_CPU;
         const bool experts_on_cpu = req->cpu_moe || il < req->n_cpu_moe;
@@ -48,24 +59,34 @@ static void place(seam_plan *p, const seam_model *m, const seam_plan_request *re
         layer_split(m, il, &shared, &experts);
         p->weights[p->layer[il]] += shared;
         p->weights[p->experts[il]] += experts;
-        p->kv[p->layer[il]] += kv_bytes_per_layer(c, req->n_ctx);
+        // the KV cache lives where the layer is computed
+        p->kv[il < n || overflow_on_gpu ? DEV_GPU : DEV_CPU] += kv_bytes_per_layer(c, req->n_ctx);
+        if (il >= n && overflow_on_gpu) {
+            p->pinned += plan_layer_bytes(m, il);
+            if (plan_layer_bytes(m, il) > largest_overflow) largest_overflow = plan_layer_bytes(m, il);
+        }
     }
-    p->head = req->head >= 0 ? (seam_device)req->head : n == c->n_layers && n > 0 ? DEV_GPU : DEV_CPU;
+    const int computed_on_gpu = overflow_on_gpu ? c->n_layers : n;
+    p->head = req->head >= 0 ? (seam_device)req->head : computed_on_gpu == c->n_layers && computed_on_gpu > 0 ? DEV_GPU : DEV_CPU;
     p->weights[p->head] += tensor_bytes(&m->w.output_norm) + tensor_bytes(&m->w.output);
     p->weights[DEV_CPU] += m->w.tied_output && p->head == DEV_CPU ? 0 : tensor_bytes(&m->w.tok_embd);
     // every device that runs a layer or the head needs activations; the
     // device holding the head also needs the logits
     for (int d = 0; d < DEV_COUNT; d++) {
-        const bool used = d == DEV_CPU ? n < c->n_layers || p->head == DEV_CPU : n > 0 || p->head == DEV_GPU;
+        const bool used = d == DEV_CPU ? computed_on_gpu < c->n_layers || p->head == DEV_CPU
+                                       : computed_on_gpu > 0 || p->head == DEV_GPU;
         if (used) p->scratch[d] = activation_bytes(c, req->n_ctx);
     }
     p->scratch[p->head] += 4ull * (uint64_t)c->n_vocab;
-    if (n > 0 || p->head == DEV_GPU) p->scratch[DEV_GPU] += GPU_RESERVE;
+    if (computed_on_gpu > 0 || p->head == DEV_GPU) p->scratch[DEV_GPU] += GPU_RESERVE;
+    if (req->overflow == OVERFLOW_STREAM && n < c->n_layers) p->scratch[DEV_GPU] += 2 * largest_overflow;
 }
 
 uint64_t plan_total(const seam_plan *p, seam_device d) { return p->weights[d] + p->kv[d] + p->scratch[d]; }
 
-static bool fits(const seam_plan *p) { return plan_total(p, DEV_GPU) <= p->budget[DEV_GPU] || p->gpu_layers == 0; }
+static bool fits(const seam_plan *p) {
+    return plan_total(p, DEV_GPU) <= p->budget[DEV_GPU] || plan_gpu_computed_layers(p) == 0;
+}
 
 int plan_max_gpu_layers(const seam_model *m, const seam_plan_request *req) {
     if (req->gpu_budget == 0) return 0;
@@ -87,6 +108,9 @@ int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, s
         return seam_fail(e, "--gpu-layers %d is more than the model's %d layers", n, c->n_layers);
     if (req->gpu_budget == 0 && (n > 0 || req->head == DEV_GPU))
         return seam_fail(e, "--gpu-layers %d needs a CUDA device and there is none; use -ngl 0", n);
+    if (req->gpu_budget == 0 && req->overflow != OVERFLOW_CPU)
+        return seam_fail(e, "--overflow %s computes layers on the GPU and there is no CUDA device; use --overflow cpu",
+                         plan_overflow_name[req->overflow]);
     if (n < 0) n = plan_max_gpu_layers(m, req);
     place(p, m, req, n);
     if (!fits(p)) {
@@ -105,6 +129,13 @@ void plan_print(const seam_plan *p, FILE *out) {
     static const char *NAMES[DEV_COUNT] = {"CPU", "GPU"};
     fprintf(out, "plan: %d of %d layers on the GPU, head on the %s, context %d\n", p->gpu_layers, p->n_layers,
             NAMES[p->head], p->n_ctx);
+    if (p->overflow != OVERFLOW_CPU && p->gpu_layers < p->n_layers)
+        fprintf(out, "  layers %d..%d stay in host memory and run on the GPU: %s\n", p->gpu_layers, p->n_layers - 1,
+                p->overflow == OVERFLOW_MAPPED ? "their kernels read the weights over the bus (mapped)"
+                                               : "each copied in by DMA while earlier layers compute (stream)");
+    if (p->pinned)
+        fprintf(out, "  (their weights: a pinned copy of %.1f MiB in host memory beside the file's mapping%s)\n",
+                p->pinned / 1048576.0, p->overflow == OVERFLOW_STREAM ? "; GPU scratch holds two layers of it" : "");
     fprintf(out, "  %-4s %-14s %14s %14s %14s %14s %14s\n", "dev", "layers", "weights", "KV", "scratch", "total",
             "budget");
     for (int d = 0; d < DEV_COUNT; d++) {

@@ -76,6 +76,7 @@ static void report_crossings(const seam_timeline *t, FILE *out) {
     }
     if (!n_kinds) return;
     fprintf(out, "  crossings (us)          count |  wait mean   p50   p99 |  copy mean   p50   p99 | total mean   p50   p99\n");
+    fprintf(out, "  (H2D, D2H: the hidden state or the logits; WTS: a layer's weights streamed in, wait = the GPU's stall)\n");
     double *wait = malloc(t->n_crossings * sizeof *wait), *copy = malloc(t->n_crossings * sizeof *copy),
            *total = malloc(t->n_crossings * sizeof *total);
     for (size_t k = 0; wait && copy && total && k < n_kinds; k++) {
@@ -88,7 +89,7 @@ static void report_crossings(const seam_timeline *t, FILE *out) {
         }
         const stats w = summarise(wait, n), cp = summarise(copy, n), tt = summarise(total, n);
         fprintf(out, "  %s %7" PRIu64 " B @%-4d %7zu | %9.1f %5.1f %5.1f | %9.1f %5.1f %5.1f | %10.1f %5.1f %5.1f\n",
-                kinds[k].dir == CROSS_H2D ? "H2D" : "D2H", kinds[k].bytes, kinds[k].layer, n, w.mean, w.p50, w.p99,
+                kinds[k].dir == CROSS_H2D ? "H2D" : kinds[k].dir == CROSS_D2H ? "D2H" : "WTS", kinds[k].bytes, kinds[k].layer, n, w.mean, w.p50, w.p99,
                 cp.mean, cp.p50, cp.p99, tt.mean, tt.p50, tt.p99);
     }
     free(wait), free(copy), free(total);
@@ -156,7 +157,7 @@ int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e)
         const seam_crossing *c = &t->crossings[i];
         fprintf(f, "%s\n    {\"token\": %d, \"layer\": %d, \"dir\": \"%s\", \"bytes\": %" PRIu64
                    ", \"wait_us\": %.3f, \"copy_us\": %.3f, \"total_us\": %.3f}",
-                i ? "," : "", c->token, c->layer, c->dir == CROSS_H2D ? "H2D" : "D2H", c->bytes, c->wait_us,
+                i ? "," : "", c->token, c->layer, c->dir == CROSS_H2D ? "H2D" : c->dir == CROSS_D2H ? "D2H" : "weights", c->bytes, c->wait_us,
                 c->copy_us, c->total_us);
     }
     fprintf(f, "\n  ],\n  \"tokens\": [");

@@ -13,16 +13,20 @@
 
 #include "common.h"
 
-typedef enum { CROSS_H2D = 0, CROSS_D2H = 1 } seam_direction;
+// The hidden state (or the logits) crossing, or (stream placement) a
+// layer's weights copied to the GPU while earlier layers compute.
+typedef enum { CROSS_H2D = 0, CROSS_D2H = 1, CROSS_WEIGHTS = 2 } seam_direction;
 
 typedef struct {
     int token;           // index of the token in the run (prompt tokens first)
     int layer;           // the crossing comes before this layer; n_layers = before the head
     seam_direction dir;
     uint64_t bytes;
-    double wait_us;      // the producer's queue draining (the GPU finishing earlier work)
+    double wait_us;      // the producer's queue draining (the GPU finishing earlier work); for
+                         // weights, the GPU stalled waiting for the copy
     double copy_us;      // the copy itself (CUDA events around it)
-    double total_us;     // host wall time from the request to the data being usable
+    double total_us;     // host wall time from the request to the data being usable; for weights,
+                         // 0: the copy overlaps the GPU's compute, whose time holds any stall
 } seam_crossing;
 
 typedef enum { SEG_GPU = 0, SEG_CPU = 1, SEG_HEAD = 2, SEG_COUNT } seam_segment;

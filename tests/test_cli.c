@@ -154,13 +154,14 @@ Test(cli, flag_values_are_validated, .timeout = 300) {
         {"--temp", "nan"},   {"--temp", "inf"},  {"--top-p", "2"},    {"--top-p", "0"},  {"--top-p", "-0.5"},
         {"--top-p", "x"},    {"--top-k", "-1"},  {"--top-k", "k"},    {"--seed", "-5"},  {"--seed", "s"},
         {"-ngl", "-2"},      {"-ngl", "abc"},    {"--n-cpu-moe", "-1"}, {"--gpu-mem", "0"}, {"--gpu-mem", "lots"},
-        {"--head", "xpu"},
+        {"--head", "xpu"},   {"--overflow", "disk"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", bad[i][0], bad[i][1]), bad[i][0]);
     // a value flag with nothing after it
     static const char *const needs_value[] = {"-m", "-p", "--tokens", "-n", "-c", "-t", "-ngl", "--seed", "--temp",
-                                              "--top-k", "--top-p", "-o", "--timeline", "--gpu-mem", "--head", "--n-cpu-moe"};
+                                              "--top-k", "--top-p", "-o", "--timeline", "--gpu-mem", "--head", "--n-cpu-moe",
+                                              "--overflow"};
     for (size_t i = 0; i < sizeof needs_value / sizeof needs_value[0]; i++)
         expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", needs_value[i]), needs_value[i]);
 }
@@ -219,7 +220,11 @@ Test(cli, gpu_layers_without_a_gpu, .timeout = 120) {
     result r = run(ARGS("plan", "-m", MODEL, "-ngl", "auto"));
     const bool no_gpu = strstr(r.err, "no CUDA device") != NULL;
     result_free(&r);
-    if (no_gpu) expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ngl", "1"), "CUDA");
+    if (no_gpu) {
+        expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ngl", "1"), "CUDA");
+        expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "--overflow", "mapped"), "CUDA");
+        expect_failure(ARGS("bench", "-m", MODEL, "-p", "8", "-n", "0", "--overflow", "stream"), "CUDA");
+    }
 }
 
 // A command's --help names every flag its source parses (the IS("...")
@@ -286,7 +291,7 @@ Test(cli, bench_runs_and_validates, .timeout = 300) {
     }
     static const char *const bad[][2] = {
         {"-p", "abc"}, {"-p", "-1"},  {"-t", "0"},   {"-t", "3-1"}, {"-t", "1-4+0"}, {"-n", "1,,2"},
-        {"-r", "0"},   {"-r", "x"},   {"-o", "xml"}, {"-ngl", "-1"}, {"--frobnicate", "1"},
+        {"-r", "0"},   {"-r", "x"},   {"-o", "xml"}, {"-ngl", "-1"}, {"--frobnicate", "1"}, {"--overflow", "disk"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_failure(ARGS("bench", "-m", MODEL, bad[i][0], bad[i][1]), bad[i][0]);

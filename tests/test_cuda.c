@@ -630,11 +630,6 @@ Test(cuda, graph_replays_with_the_step_buffer) {
     free(kc), free(vc), free(want);
 }
 
-#else
-
-Test(cuda, not_built) { cr_skip_test("skipped: no CUDA device (seam was built without CUDA)"); }
-
-#endif
 
 // The router on the device against engine_route: the same experts in the
 // same rank order and their weights, over random logits (and a logit row
@@ -726,3 +721,9 @@ Test(cuda, matvec_expert_reads_the_chosen_slice) {
     seam_cuda_free(d0), seam_cuda_free(d1), seam_cuda_free(dwt), seam_cuda_free(dacc);
     free(y0), free(y1), free(acc);
 }
+
+#else
+
+Test(cuda, not_built) { cr_skip_test("skipped: no CUDA device (seam was built without CUDA)"); }
+
+#endif

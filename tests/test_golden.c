@@ -342,15 +342,24 @@ ParameterizedTest(golden_case *gc, golden, split) {
     seam_model m;
     seam_error err = {{0}};
     cr_assert(model_load(&m, model_file(name, &fx), &err) == 0, "%s: %s", name, err.msg);
-    const int L = m.cfg.n_layers, splits[] = {0, 1, L / 2, L - 1, L};
+    // the CPU overflow at every split; the mapped and stream overflows with
+    // none and half of the layers resident
+    const int L = m.cfg.n_layers;
+    const struct {
+        int n;
+        seam_overflow overflow;
+    } splits[] = {{0, OVERFLOW_CPU},    {1, OVERFLOW_CPU},       {L / 2, OVERFLOW_CPU},    {L - 1, OVERFLOW_CPU},
+                  {L, OVERFLOW_CPU},    {0, OVERFLOW_MAPPED},    {L / 2, OVERFLOW_MAPPED}, {0, OVERFLOW_STREAM},
+                  {L / 2, OVERFLOW_STREAM}};
     for (size_t si = 0; si < sizeof splits / sizeof *splits; si++) {
-        const seam_plan_request req = {.gpu_layers = splits[si], .head = -1, .n_ctx = fx.n_tokens,
-                                       .gpu_budget = UINT64_MAX / 2};
+        const seam_plan_request req = {.gpu_layers = splits[si].n, .head = -1, .overflow = splits[si].overflow,
+                                       .n_ctx = fx.n_tokens, .gpu_budget = UINT64_MAX / 2};
         seam_plan plan;
         seam_engine eng;
         cr_assert(plan_make(&plan, &m, &req, &err) == 0, "%s: %s", name, err.msg);
         cr_assert(engine_init(&eng, &m, fx.n_tokens, &err) == 0 && engine_place(&eng, &plan, true, &err) == 0,
-                  "%s, %d GPU layers: %s", name, splits[si], err.msg);
+                  "%s, %d GPU layers, overflow %s: %s", name, splits[si].n, plan_overflow_name[splits[si].overflow],
+                  err.msg);
         float *logits;
         double worst = 0;
         for (int p = 0, k = 0; p < fx.n_tokens; p++) {
@@ -358,12 +367,14 @@ ParameterizedTest(golden_case *gc, golden, split) {
             if (k < fx.n_stored && fx.stored[k] == p) {
                 const double d = max_abs_diff(logits, fx.logits + (size_t)k * fx.n_vocab, fx.n_vocab);
                 worst = fmax(worst, d / tolerance(fx.std[p]));
-                cr_expect(d <= tolerance(fx.std[p]), "%s, %d GPU layers, position %d: max |diff| %.4g > tolerance %.3g",
-                          name, splits[si], p, d, tolerance(fx.std[p]));
+                cr_expect(d <= tolerance(fx.std[p]),
+                          "%s, %d GPU layers, overflow %s, position %d: max |diff| %.4g > tolerance %.3g", name,
+                          splits[si].n, plan_overflow_name[splits[si].overflow], p, d, tolerance(fx.std[p]));
                 k++;
             }
         }
-        cr_log_info("%s, %d of %d layers on the GPU: worst position at %.3g x tolerance", name, splits[si], L, worst);
+        cr_log_info("%s, %d of %d layers on the GPU, overflow %s: worst position at %.3g x tolerance", name,
+                    splits[si].n, L, plan_overflow_name[splits[si].overflow], worst);
         engine_free(&eng);
     }
     model_free(&m);

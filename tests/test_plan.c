@@ -1,0 +1,105 @@
+// test_plan.c — the split's memory model (plan.c): where each layer's weights
+// and KV cache go for the three overflow placements, what the GPU budget
+// admits, and the errors that name what to do. Plans need no GPU: a budget
+// plans for one this machine may not have, as `seam plan --gpu-mem` does.
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "model.h"
+#include "plan.h"
+
+static seam_model model;
+
+// The synthetic "small" model (6 layers, separate head), written once.
+static void load_small(void) {
+    static char path[4096], cmd[8192];
+    snprintf(path, sizeof path, "%s", test_path("plan-small.gguf"));
+    snprintf(cmd, sizeof cmd, "%s/seam-synth %s/models/small.shape -o %s 2>/dev/null", SEAM_BINARY_DIR,
+             SEAM_SOURCE_DIR, path);
+    cr_assert_eq(system(cmd), 0, "seam-synth failed: %s", cmd);
+    seam_error e = {{0}};
+    cr_assert_eq(model_load(&model, path, &e), 0, "%s", e.msg);
+}
+
+static void unload(void) { model_free(&model); }
+
+static seam_plan plan_of(int gpu_layers, seam_overflow overflow, uint64_t budget) {
+    const seam_plan_request req = {.gpu_layers = gpu_layers, .head = -1, .overflow = overflow, .n_ctx = 64,
+                                   .gpu_budget = budget};
+    seam_plan p;
+    seam_error e = {{0}};
+    cr_assert_eq(plan_make(&p, &model, &req, &e), 0, "%d GPU layers, %s: %s", gpu_layers,
+                 plan_overflow_name[overflow], e.msg);
+    return p;
+}
+
+TestSuite(plan, .init = load_small, .fini = unload);
+
+// Every overflow puts the same weights in the same place -- the placements
+// differ in where the rest are computed -- and the KV cache goes where a
+// layer is computed.
+Test(plan, overflow_placements_account_their_memory) {
+    const int L = model.cfg.n_layers, n = 2;
+    const uint64_t big = 1ull << 40;
+    const seam_plan cpu = plan_of(n, OVERFLOW_CPU, big), mapped = plan_of(n, OVERFLOW_MAPPED, big),
+                    stream = plan_of(n, OVERFLOW_STREAM, big);
+    uint64_t rest = 0, largest = 0;
+    for (int il = n; il < L; il++) {
+        rest += plan_layer_bytes(&model, il);
+        largest = plan_layer_bytes(&model, il) > largest ? plan_layer_bytes(&model, il) : largest;
+    }
+    cr_assert_eq(plan_gpu_computed_layers(&cpu), n);
+    cr_assert_eq(plan_gpu_computed_layers(&mapped), L);
+    cr_assert_eq(plan_gpu_computed_layers(&stream), L);
+    // the CPU overflow: the rest's KV on the CPU, the head with the last layer
+    cr_assert_eq(cpu.kv[DEV_GPU] * (L - n), cpu.kv[DEV_CPU] * n, "KV split by layers");
+    cr_assert_eq(cpu.head, DEV_CPU);
+    cr_assert_eq(cpu.pinned, 0);
+    // on the GPU from host memory: every layer's KV on the GPU, the head too,
+    // the rest's weights pinned in host memory and not in GPU memory
+    for (int k = 0; k < 2; k++) {
+        const seam_plan *p = k ? &stream : &mapped;
+        cr_assert_eq(p->kv[DEV_CPU], 0, "%s: KV left on the CPU", plan_overflow_name[p->overflow]);
+        cr_assert_eq(p->kv[DEV_GPU], cpu.kv[DEV_GPU] + cpu.kv[DEV_CPU]);
+        cr_assert_eq(p->head, DEV_GPU);
+        cr_assert_eq(p->pinned, rest, "%s: pinned %llu, want %llu", plan_overflow_name[p->overflow],
+                     (unsigned long long)p->pinned, (unsigned long long)rest);
+        cr_assert_eq(p->weights[DEV_GPU] - cpu.weights[DEV_GPU],
+                     model.w.output.n_bytes + model.w.output_norm.n_bytes, "only the head joins the GPU");
+    }
+    // stream: two staging buffers of the largest overflow layer
+    cr_assert_eq(stream.scratch[DEV_GPU] - mapped.scratch[DEV_GPU], 2 * largest);
+}
+
+// The budget: the largest count that fits is accepted, one more is refused
+// with that count in the message; auto picks it; no GPU refuses GPU work.
+Test(plan, budget_and_errors) {
+    const seam_plan all = plan_of(model.cfg.n_layers, OVERFLOW_CPU, 1ull << 40);
+    const uint64_t budget = plan_total(&all, DEV_GPU) - 1;  // everything but a byte
+    const seam_plan_request fit = {.gpu_layers = -1, .head = -1, .n_ctx = 64, .gpu_budget = budget};
+    const int best = plan_max_gpu_layers(&model, &fit);
+    cr_assert(best < model.cfg.n_layers && best > 0, "best %d", best);
+    seam_plan p;
+    seam_error e = {{0}};
+    cr_assert_eq(plan_make(&p, &model, &fit, &e), 0, "%s", e.msg);
+    cr_assert_eq(p.gpu_layers, best);
+    seam_plan_request over = fit;
+    over.gpu_layers = best + 1;
+    cr_assert_eq(plan_make(&p, &model, &over, &e), -1);
+    char want[32];
+    snprintf(want, sizeof want, "at most %d layers fit", best);
+    cr_assert(strstr(e.msg, want), "%s", e.msg);
+    const seam_plan_request no_gpu = {.gpu_layers = 1, .head = -1, .n_ctx = 64};
+    cr_assert_eq(plan_make(&p, &model, &no_gpu, &e), -1);
+    cr_assert(strstr(e.msg, "CUDA device"), "%s", e.msg);
+    const seam_plan_request mapped_no_gpu = {.gpu_layers = 0, .head = -1, .overflow = OVERFLOW_MAPPED, .n_ctx = 64};
+    cr_assert_eq(plan_make(&p, &model, &mapped_no_gpu, &e), -1);
+    cr_assert(strstr(e.msg, "--overflow mapped"), "%s", e.msg);
+    const seam_plan_request too_many = {.gpu_layers = model.cfg.n_layers + 1, .head = -1, .n_ctx = 64,
+                                        .gpu_budget = 1ull << 40};
+    cr_assert_eq(plan_make(&p, &model, &too_many, &e), -1);
+    cr_assert(strstr(e.msg, "more than the model"), "%s", e.msg);
+}
