@@ -10,7 +10,9 @@
 # compute-sanitizer's memcheck over the CUDA tests, runs the CUDA workbench
 # (matvec GB/s and % of peak, attention) and the CPU bandwidth probe, and
 # runs a split sweep (0, 1, L/2, L-1, L GPU layers, and L without graphs) on
-# a synthetic Qwen3-0.6B with the timeline of each, and writes every log to
+# a synthetic Qwen3-0.6B with the timeline of each, the mapped and stream
+# placements and an MoE model under memcheck, and the offload curve (seam
+# bench over GPU layer counts and the three placements), and writes every log to
 # $OUT (or ./gpu-check-out when OUT is unset). It keeps
 # going after a failure so that one run reports everything; the exit status
 # says whether anything failed.
@@ -66,6 +68,21 @@ for n in 0 1 14 27 28; do
         --timeline "$LOGS/timeline-$n.json"
 done
 step split-28-nograph build-gpu/seam run -m build-gpu/qwen3-0.6b.gguf --tokens 1,2,3 -n 64 --ids -ngl 28 --no-graph
+# the other two overflow placements, and an MoE model on the GPU, under memcheck once each
+for mode in mapped stream; do
+    step "memcheck-$mode" compute-sanitizer --tool memcheck --error-exitcode 1 \
+        build-gpu/seam run -m build-gpu/test-scratch/golden-small.gguf --tokens 1,2,3 -n 4 -ngl 2 --overflow "$mode" --ids
+    for n in 0 14; do
+        step "$mode-$n" build-gpu/seam run -m build-gpu/qwen3-0.6b.gguf --tokens 1,2,3 -n 64 --ids -ngl "$n" \
+            --overflow "$mode" --timeline "$LOGS/timeline-$mode-$n.json"
+    done
+done
+step memcheck-moe compute-sanitizer --tool memcheck --error-exitcode 1 \
+    build-gpu/seam run -m build-gpu/test-scratch/golden-moe-small.gguf --tokens 1,2,3 -n 4 -ngl 2 --ids
+# the offload curve: decode speed by GPU layer count for the three placements
+step offload-curve build-gpu/seam bench -m build-gpu/qwen3-0.6b.gguf -p 0 -n 64 -t "$(nproc)" -ngl 0,7,14,21,27,28 \
+    --overflow cpu,mapped,stream -r 3
+cp "$LOGS/offload-curve.log" "$OUT/offload-curve.md" 2>/dev/null
 tar czf "$OUT/gpu-check-logs.tar.gz" -C "$LOGS" .
 echo "gpu-check: $( ((status)) && echo 'something FAILED' || echo 'all ok' ); logs in $OUT" | tee -a "$OUT/summary.txt"
 exit $status
