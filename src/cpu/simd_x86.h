@@ -213,6 +213,15 @@ static inline __attribute__((always_inline)) void k_core_madd(int nb, const __m2
         }
 }
 
+// Block b of each of a tile's nb inputs, and its quants.
+static inline __attribute__((always_inline)) void tile_blocks(const uint8_t *act, size_t act_stride, int64_t b, int nb,
+                                                              const block_q8_K *ab[], const int8_t *aq[]) {
+    for (int j = 0; j < nb; j++) {
+        ab[j] = (const block_q8_K *)(act + j * act_stride) + b;
+        aq[j] = ab[j]->qs;
+    }
+}
+
 // Q4_K (layout in quant.h): one row (its n / QK_K blocks) against nb inputs
 // (act + j * act_stride, each with its extras): out[j * ldo] =
 // seam_vec_dot. Chunk c of qs holds sub-block (run) 2c in its low nibbles
@@ -251,11 +260,8 @@ static inline __attribute__((always_inline)) void q4k_dots_tile(k_core_fn core, 
         const block_q8_K *ab[TILE_MAX];
         const int8_t *aq[TILE_MAX];
         __m256i lanes[TILE_MAX];
-        for (int j = 0; j < nb; j++) {
-            ab[j] = (const block_q8_K *)(act + j * act_stride) + b;
-            aq[j] = ab[j]->qs;
-            lanes[j] = _mm256_setzero_si256();
-        }
+        tile_blocks(act, act_stride, b, nb, ab, aq);
+        for (int j = 0; j < nb; j++) lanes[j] = _mm256_setzero_si256();
         core(nb, q, s, aq, lanes);
         for (int j = 0; j < nb; j++) {
             const block_q8_K *a = ab[j];
@@ -300,9 +306,8 @@ static inline __attribute__((always_inline)) void q6k_dots_tile(k_core_fn core, 
         const block_q8_K *ab[TILE_MAX];
         const int8_t *aq[TILE_MAX];
         __m256i lanes[TILE_MAX];
+        tile_blocks(act, act_stride, b, nb, ab, aq);
         for (int j = 0; j < nb; j++) {
-            ab[j] = (const block_q8_K *)(act + j * act_stride) + b;
-            aq[j] = ab[j]->qs;
             const __m256i offset = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)ab[j]->bsums));
             lanes[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
         }
@@ -339,31 +344,27 @@ static inline __attribute__((always_inline)) void tiles_rows(tile_fn tile, int w
     }
 }
 
-#define TILE_KERNEL_OF(name, width)                                                                                 \
+// The cpu_dot_fn `name`: a tile of nb inputs against one row is `call`
+// (which sees nb, row, act, act_stride, n, out and ldo), width inputs a tile.
+#define TILE_KERNEL(name, width, call)                                                                              \
+    static inline __attribute__((always_inline)) void name##_tile(int nb, const void *row, const uint8_t *act,    \
+                                                                  size_t act_stride, int64_t n, float *out,       \
+                                                                  int64_t ldo) {                                  \
+        call;                                                                                                       \
+    }                                                                                                               \
     static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,             \
                      size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {                          \
         (void)type;                                                                                                 \
         tiles_rows(name##_tile, width, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);                  \
     }
 
-// The cpu_dot_fn `name` of a K-type tile body with a file's core and its
-// scales' layout.
-#define KTILE_KERNEL(name, tile, core, pairs)                                                                       \
-    static inline __attribute__((always_inline)) void name##_tile(int nb, const void *row, const uint8_t *act,    \
-                                                                  size_t act_stride, int64_t n, float *out,       \
-                                                                  int64_t ldo) {                                  \
-        tile(core, pairs, nb, row, act, act_stride, n, out, ldo);                                                   \
-    }                                                                                                               \
-    TILE_KERNEL_OF(name, KTILE)
+// A K-type tile body with a file's core and its scales' layout.
+#define KTILE_KERNEL(name, tile, core, pairs) \
+    TILE_KERNEL(name, KTILE, tile(core, pairs, nb, row, act, act_stride, n, out, ldo))
 
-// The cpu_dot_fn `name` of a 32-wide type (its unpack) with a file's byte core.
-#define WIDE32_KERNEL(name, unpack, core)                                                                           \
-    static inline __attribute__((always_inline)) void name##_tile(int nb, const void *row, const uint8_t *act,    \
-                                                                  size_t act_stride, int64_t n, float *out,       \
-                                                                  int64_t ldo) {                                  \
-        wide32_tile(unpack, core, nb, row, act, act_stride, n, out, ldo);                                           \
-    }                                                                                                               \
-    TILE_KERNEL_OF(name, WIDE32_TILE)
+// A 32-wide type (its unpack) with a file's byte core.
+#define WIDE32_KERNEL(name, unpack, core) \
+    TILE_KERNEL(name, WIDE32_TILE, wide32_tile(unpack, core, nb, row, act, act_stride, n, out, ldo))
 
 // ---------------------------------------------------------------------------
 // The row loop of every kernel.
