@@ -12,7 +12,9 @@
 # runs a split sweep (0, 1, L/2, L-1, L GPU layers, and L without graphs) on
 # a synthetic Qwen3-0.6B with the timeline of each, the mapped and stream
 # placements and an MoE model under memcheck, and the offload curve (seam
-# bench over GPU layer counts and the three placements), and writes every log to
+# bench over GPU layer counts and the three placements) and, last and under a
+# time limit (SEED=0 skips it), the seed experiment on a synthetic
+# Qwen3-30B-A3B, and writes every log to
 # $OUT (or ./gpu-check-out when OUT is unset). It keeps
 # going after a failure so that one run reports everything; the exit status
 # says whether anything failed.
@@ -83,6 +85,15 @@ step memcheck-moe compute-sanitizer --tool memcheck --error-exitcode 1 \
 step offload-curve build-gpu/seam bench -m build-gpu/qwen3-0.6b.gguf -p 0 -n 64 -t "$(nproc)" -ngl 0,7,14,21,27,28 \
     --overflow cpu,mapped,stream -r 3
 cp "$LOGS/offload-curve.log" "$OUT/offload-curve.md" 2>/dev/null
+# last, under a time limit: the seed experiment itself on a synthetic Qwen3-30B-A3B (48 MoE layers,
+# 17.3 GiB), the last layers off the GPU in each of the three ways
+if [ "${SEED:-1}" = 1 ]; then
+    step synth-30b timeout 420 build-gpu/seam-synth models/qwen3-30b-a3b.shape -o build-gpu/qwen3-30b-a3b.gguf
+    step seed-curve timeout 420 build-gpu/seam bench -m build-gpu/qwen3-30b-a3b.gguf -p 0 -n 32 -t "$(nproc)" \
+        -ngl 48,47,44,40,24 --overflow cpu,mapped,stream -r 2
+    cp "$LOGS/seed-curve.log" "$OUT/seed-curve.md" 2>/dev/null
+    rm -f build-gpu/qwen3-30b-a3b.gguf
+fi
 tar czf "$OUT/gpu-check-logs.tar.gz" -C "$LOGS" .
 echo "gpu-check: $( ((status)) && echo 'something FAILED' || echo 'all ok' ); logs in $OUT" | tee -a "$OUT/summary.txt"
 exit $status
