@@ -371,20 +371,26 @@ int cmd_bench(int argc, char **argv) {
     if (!rows) return free(o.model_list), fprintf(stderr, "seam bench: out of memory for %d results\n", max_rows), 1;
     double bw_cache[257] = {0};
     int n_rows = 0, rc = 0;
-    for (int mi = 0; mi < o.n_models && rc == 0; mi++) {
+    // a configuration that fails is reported and skipped, so that a sweep
+    // still gives every row it can; the exit status says something failed
+    for (int mi = 0; mi < o.n_models; mi++) {
         seam_model m;
         seam_error e = {{0}};
         if (model_load(&m, o.models[mi], &e)) {
             fprintf(stderr, "seam bench: %s\n", e.msg);
             rc = 1;
-            break;
+            continue;
         }
-        for (int ti = 0; ti < o.threads.n && rc == 0; ti++)
-            for (int gi = 0; gi < o.gpu_layers.n && rc == 0; gi++)
-                for (int fi = 0; fi < o.overflow.n && rc == 0; fi++)
+        for (int ti = 0; ti < o.threads.n; ti++)
+            for (int gi = 0; gi < o.gpu_layers.n; gi++)
+                for (int fi = 0; fi < o.overflow.n; fi++) {
+                    const int before = n_rows;
                     if (bench_config(&o, o.models[mi], &m, o.threads.v[ti], o.gpu_layers.v[gi],
-                                     (seam_overflow)o.overflow.v[fi], rows, &n_rows, max_rows, bw_cache))
+                                     (seam_overflow)o.overflow.v[fi], rows, &n_rows, max_rows, bw_cache)) {
                         rc = 1;
+                        n_rows = before;  // no half-measured rows
+                    }
+                }
         model_free(&m);
     }
     if (o.format == OUT_MD) print_md(rows, n_rows);
