@@ -68,8 +68,8 @@ Test(engine, context_limit_is_an_error) {
 }
 
 // Batched prefill is token-by-token decode, bit for bit: the same last
-// logits and the same KV cache, with a prompt of two full batches and part
-// of a third (prefill.c takes 64 tokens at a time), on a dense and an MoE
+// logits and the same KV cache, with a prompt of a full batch and part
+// of another (prefill.c takes 96 tokens at a time), on a dense and an MoE
 // model and, when it is installed, on Gemma 3 270M (GELU, post-norms, f16
 // inputs of 640-wide rows).
 static void prefill_matches_decode_file(const char *path, const char *name) {

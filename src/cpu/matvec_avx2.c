@@ -35,8 +35,8 @@ static inline __attribute__((always_inline)) __m256i i8_core_madd(__m256i abs_q,
 WIDE32_KERNEL(dot_q4_0, unpack_q4_0, i8_core_madd)
 WIDE32_KERNEL(dot_q5_0, unpack_q5_0, i8_core_madd)
 WIDE32_KERNEL(dot_q8_0, unpack_q8_0, i8_core_madd)
-KTILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_madd, false)
-KTILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_madd, false)
+KTILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_madd, false, 4)
+KTILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_madd, false, 4)
 
 // ---------------------------------------------------------------------------
 // F32 and F16 weights (reference: exact_dot_f32/f16, src/exact.c, which are

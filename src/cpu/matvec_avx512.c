@@ -1,7 +1,7 @@
 // matvec_avx512.c — the quantised dots with AVX-512 VL + VNNI (compiled with
 // -mavx512f -mavx512bw -mavx512vl -mavx512vnni; reached only after a run-time
 // feature check): the tiles of simd_x86.h with cores of VNNI instructions
-// on 256-bit registers, whose 32 registers also hold a tile's four inputs
+// on 256-bit registers, whose 32 registers also hold a tile's six inputs
 // next to a block's quants and scales. The other kernels are the AVX2 set's.
 //
 // Measured on a 2-core Zen 4 (bench/results): 23 GB/s per core in cache for
@@ -32,8 +32,8 @@ static inline __attribute__((always_inline)) void k_core_vnni(int nb, const __m2
             lanes[j] = _mm256_dpwssd_epi32(lanes[j], both, s[k]);
         }
 }
-KTILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_vnni, true)
-KTILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_vnni, true)
+KTILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_vnni, true, 6)
+KTILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_vnni, true, 6)
 
 // The 32-wide types' byte core: one dpbusd, straight into the lanes.
 static inline __attribute__((always_inline)) __m256i i8_core_vnni(__m256i abs_q, __m256i s) {
