@@ -41,11 +41,12 @@ int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e)
     s->router = calloc((size_t)c->n_expert + 1, sizeof(float));
     s->moe = calloc((size_t)c->n_embd, sizeof(float));
     s->logits = calloc((size_t)c->n_vocab, sizeof(float));
+    s->rope_angles = calloc(2 * (size_t)c->rope_dim, sizeof(float));
     s->act = malloc(cpu_matvec_scratch_bytes(widest));
     s->key_cache = calloc(kv_elems, sizeof(seam_f16));
     s->value_cache = calloc(kv_elems, sizeof(seam_f16));
     if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->router || !s->moe ||
-        !s->logits || !s->act || !s->key_cache || !s->value_cache) {
+        !s->logits || !s->rope_angles || !s->act || !s->key_cache || !s->value_cache) {
         engine_free(eng);
         return seam_fail(e, "out of memory for the activations and the KV cache (%d positions: %.1f MiB); "
                             "lower -c", n_ctx, (double)engine_kv_bytes(c, n_ctx) / (1 << 20));
@@ -56,7 +57,7 @@ int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e)
 void engine_free(seam_engine *eng) {
     seam_state *s = &eng->s;
     free(s->x), free(s->xb), free(s->xb2), free(s->q), free(s->k), free(s->v), free(s->att);
-    free(s->hb), free(s->hb2), free(s->router), free(s->moe), free(s->logits), free(s->act);
+    free(s->hb), free(s->hb2), free(s->router), free(s->moe), free(s->logits), free(s->rope_angles), free(s->act);
     free(s->key_cache), free(s->value_cache);
     pool_destroy(eng->pool);
     gpu_segment_free(eng->gpu);
@@ -105,6 +106,18 @@ static void head_norm(float *vec, int n_heads, int head_dim, const seam_tensor *
     }
 }
 
+void engine_rope_angles(const seam_config *c, int pos, float *angles) {
+    const int half = c->rope_dim / 2;
+    cpu_rope_angles(angles, angles + half, c->rope_dim, pos, c->rope_base, c->rope_scale);
+    if (c->n_swa) cpu_rope_angles(angles + 2 * half, angles + 3 * half, c->rope_dim, pos, c->rope_base_swa, 1.0f);
+}
+
+void engine_rope(const seam_config *c, int il, const float *angles, float *q, float *k) {
+    const int half = c->rope_dim / 2;
+    const float *cos_t = angles + (c->layer_swa[il] ? 2 * half : 0);
+    cpu_rope_apply(q, c->n_heads, k, c->n_kv_heads, c->head_dim, c->rope_dim, cos_t, cos_t + half, c->rope_neox);
+}
+
 void engine_qk_prepare(seam_engine *eng, const seam_layer_weights *l, float *q, float *k, float *v) {
     const seam_config *c = &eng->model->cfg;
     const int kv_dim = c->n_kv_heads * c->head_dim;
@@ -131,10 +144,8 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
     float *const qkv_out[] = {s->q, s->k, s->v};
     cpu_matmul_parts(eng->pool, 3, qkv, s->xb, 0, qkv_out, (const int64_t[]){0, 0, 0}, 1, s->act);
     engine_qk_prepare(eng, l, s->q, s->k, s->v);
+    engine_rope(c, il, s->rope_angles, s->q, s->k);
     const bool swa = c->layer_swa[il];
-    const float base = swa ? c->rope_base_swa : c->rope_base;
-    const float freq_scale = swa ? 1.0f : c->rope_scale;
-    cpu_rope(s->q, c->n_heads, s->k, c->n_kv_heads, c->head_dim, c->rope_dim, pos, base, freq_scale, c->rope_neox);
     if (c->q_scale != 1.0f) cpu_scale(s->q, c->q_scale, c->n_heads * c->head_dim);
 
     // this position's k and v join the cache (as f16, like llama.cpp's default cache type)
@@ -240,6 +251,7 @@ static int forward(seam_engine *eng, int token, int pos, bool prefill, float **l
     const double t_start = seam_now();
 
     engine_embed(eng, token, s->x);
+    engine_rope_angles(c, pos, s->rope_angles);
 
     // layers 0..gpu_layers-1 on the GPU (the hidden state crosses there and
     // back, or the logits come back when the head runs there too)

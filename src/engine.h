@@ -25,6 +25,7 @@ typedef struct {
     float *router;   // (n_expert) the router's logits, then probabilities (MoE)
     float *moe;      // (n_embd) the weighted sum of the chosen experts' outputs (MoE)
     float *logits;   // (n_vocab)
+    float *rope_angles;  // (4, rope_dim / 2) this token's RoPE cos, sin: global layers', then sliding layers'
     void *act;       // quantised activation scratch (cpu_matvec_scratch_bytes of the widest input)
     seam_f16 *key_cache;    // (n_layers, n_ctx, n_kv_heads * head_dim)
     seam_f16 *value_cache;  // (n_layers, n_ctx, n_kv_heads * head_dim)

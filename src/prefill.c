@@ -29,12 +29,14 @@ typedef struct {
     int *chosen;             // (BATCH, k_used) the experts each token chose, by rank
     float *weight;           // (BATCH, k_used) their renormalised weights
     int *pair;               // (BATCH * k_used) the pairs one expert serves (token * k_used + rank)
+    float *rope_angles;      // (BATCH, 2 * rope_dim) each token's RoPE angles (engine_rope_angles)
     void *act;               // quantised inputs: BATCH * k_used rows of the widest input
 } batch;
 
 static void batch_free(batch *b) {
     free(b->x), free(b->xb), free(b->xb2), free(b->q), free(b->k), free(b->v), free(b->hb), free(b->hb2);
     free(b->gx), free(b->eout), free(b->router), free(b->chosen), free(b->weight), free(b->pair), free(b->act);
+    free(b->rope_angles);
 }
 
 static int batch_alloc(batch *b, const seam_config *c, seam_error *e) {
@@ -59,8 +61,9 @@ static int batch_alloc(batch *b, const seam_config *c, seam_error *e) {
     b->weight = malloc(sizeof(float) * rows);
     b->pair = malloc(sizeof(int) * rows);
     b->act = malloc(rows * cpu_matvec_scratch_bytes(widest));
+    b->rope_angles = malloc(sizeof(float) * BATCH * 2 * c->rope_dim);
     if (!b->x || !b->xb || !b->xb2 || !b->q || !b->k || !b->v || !b->hb || !b->hb2 || !b->gx || !b->eout ||
-        !b->router || !b->chosen || !b->weight || !b->pair || !b->act) {
+        !b->router || !b->chosen || !b->weight || !b->pair || !b->act || !b->rope_angles) {
         batch_free(b);
         return seam_fail(e, "out of memory for a prefill batch of %d tokens", BATCH);
     }
@@ -101,11 +104,9 @@ static void attn_norm(seam_engine *eng, batch *b, const seam_layer_weights *l, i
 static void qk_rope(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t) {
     const seam_config *c = &eng->model->cfg;
     const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    const bool swa = c->layer_swa[il];
-    const float base = swa ? c->rope_base_swa : c->rope_base, freq_scale = swa ? 1.0f : c->rope_scale;
     float *q = b->q + t * q_dim, *k = b->k + t * kv_dim, *v = b->v + t * kv_dim;
     engine_qk_prepare(eng, l, q, k, v);
-    cpu_rope(q, c->n_heads, k, c->n_kv_heads, c->head_dim, c->rope_dim, pos, base, freq_scale, c->rope_neox);
+    engine_rope(c, il, b->rope_angles + (size_t)t * 2 * c->rope_dim, q, k);
     if (c->q_scale != 1.0f) cpu_scale(q, c->q_scale, q_dim);
     const size_t row = ((size_t)il * eng->n_ctx + (size_t)pos) * kv_dim;
     cpu_to_f16(eng->s.key_cache + row, k, kv_dim);
@@ -231,7 +232,10 @@ int cpu_prefill(seam_engine *eng, const int *tokens, int n, int pos0, seam_error
     for (int done = 0; done < n; done += b.n) {
         b.n = n - done < BATCH ? n - done : BATCH;
         const double t0 = seam_now();
-        for (int t = 0; t < b.n; t++) engine_embed(eng, tokens[done + t], b.x + t * c->n_embd);
+        for (int t = 0; t < b.n; t++) {
+            engine_embed(eng, tokens[done + t], b.x + t * c->n_embd);
+            engine_rope_angles(c, pos0 + done + t, b.rope_angles + (size_t)t * 2 * c->rope_dim);
+        }
         for (int il = 0; il < c->n_layers; il++) {
             attention(eng, &b, &m->w.layers[il], il, pos0 + done);
             ffn(eng, &b, &m->w.layers[il], il);

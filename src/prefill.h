@@ -12,6 +12,12 @@ int cpu_prefill(seam_engine *eng, const int *tokens, int n, int pos0, seam_error
 // Shared with engine.c:
 // x (n_embd) = the token's embedding row, dequantised and scaled.
 void engine_embed(seam_engine *eng, int token, float *x);
+// RoPE's angles at position pos, computed once for all layers: angles
+// (4 * rope_dim / 2) holds cos then sin for the global layers' base and
+// scale, then for the sliding layers' (gemma3).
+void engine_rope_angles(const seam_config *c, int pos, float *angles);
+// q (n_heads) and k (n_kv_heads) of layer il rotated by those angles.
+void engine_rope(const seam_config *c, int il, const float *angles, float *q, float *k);
 // q, k, v just projected: biases (qwen2) and per-head norms (qwen3, gemma3).
 void engine_qk_prepare(seam_engine *eng, const seam_layer_weights *l, float *q, float *k, float *v);
 // router (n_expert) logits in, probabilities out; the top k experts by rank

@@ -295,6 +295,33 @@ Test(kernels, quantize_q8_0_bitwise) {
     }
 }
 
+// RoPE's rotation: NEOX and normal pairs, rope_dim with and without a tail
+// past the last 8 pairs, angles of a far position.
+Test(kernels, rope_bitwise) {
+    const cpu_kernels *sets[CPU_KERNEL_SETS];
+    const int n_sets = cpu_kernels_all(sets);
+    static const int dims[] = {128, 64, 72, 34, 256};
+    uint64_t rng = 14;
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (int neox = 0; neox < 2; neox++)
+            for (int pos = 0; pos < 40000; pos += 9973) {
+                const int rope_dim = dims[di];
+                float cos_t[128], sin_t[128], want[256], got[256];
+                cpu_rope_angles(cos_t, sin_t, rope_dim, pos, 1e6f, 0.5f);
+                for (int i = 0; i < rope_dim; i++) want[i] = 4 * test_rng_normal(&rng);
+                memcpy(got, want, sizeof(float) * (size_t)rope_dim);
+                sets[0]->rope(want, rope_dim, cos_t, sin_t, neox);
+                for (int k = 1; k < n_sets; k++) {
+                    float v[256];
+                    memcpy(v, got, sizeof(float) * (size_t)rope_dim);
+                    sets[k]->rope(v, rope_dim, cos_t, sin_t, neox);
+                    cr_assert(memcmp(v, want, sizeof(float) * (size_t)rope_dim) == 0,
+                              "rope (%s) rope_dim %d, %s, pos %d differs", sets[k]->name, rope_dim,
+                              neox ? "neox" : "normal", pos);
+                }
+            }
+}
+
 // SwiGLU and the attention softmax, through llama.cpp's vector expf: inputs
 // from tiny to past the exponent range (|n| > 192), infinities and NaN (for
 // SwiGLU), rows with and without a tail past the last 16, windows [t0, t1).

@@ -65,6 +65,11 @@ typedef void (*cpu_quantize_q8_0_fn)(const float *x, block_q8_0 *y, int64_t n);
 // exact_softmax and exact_swiglu (src/exact.h): llama.cpp's softmax of an
 // attention row and its SwiGLU, with its vector expf.
 typedef void (*cpu_softmax_fn)(float *x, int t0, int t1, int n);
+
+// One head's RoPE rotation by precomputed angles, cpu_rope_apply's (ops.h):
+// each pair (a, b) -> (fma(a, cos, -(b sin)), fma(a, sin, b cos)), as gcc
+// contracts ggml's rotation.
+typedef void (*cpu_rope_fn)(float *v, int rope_dim, const float *cos_t, const float *sin_t, bool neox);
 typedef void (*cpu_swiglu_fn)(float *gate, const float *up, int n);
 
 typedef struct {
@@ -76,6 +81,7 @@ typedef struct {
     cpu_quantize_q8_0_fn quantize_q8_0;
     cpu_softmax_fn softmax;
     cpu_swiglu_fn swiglu;
+    cpu_rope_fn rope;
 } cpu_kernels;
 
 // The fastest kernels this CPU runs, with the scalar reference filling every
@@ -85,8 +91,9 @@ typedef struct {
 const cpu_kernels *cpu_kernels_get(void);
 
 // Every set this CPU runs, from the scalar one (seam_vec_dot row by row for
-// every type; exact_attention_values, seam_f32_to_f16, seam_quantize_row_q8_K,
-// exact_softmax, exact_swiglu) first to the fastest last; returns how many.
+// every type; exact_attention_values, seam_f32_to_f16, the quantisers,
+// exact_softmax, exact_swiglu, the scalar rotation) first to the fastest
+// last; returns how many.
 #define CPU_KERNEL_SETS 3
 int cpu_kernels_all(const cpu_kernels *sets[CPU_KERNEL_SETS]);
 

@@ -386,6 +386,42 @@ static void swiglu(float *gate, const float *up, int n) {
     for (; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
+// ---------------------------------------------------------------------------
+// RoPE (reference: rope_ref in ops.c): 8 pairs at a time, the same fused
+// multiply-adds; NEOX pairs are two contiguous halves, normal pairs (2i,
+// 2i+1) are split into evens and odds and put back.
+static void rope(float *v, int rope_dim, const float *cos_t, const float *sin_t, bool neox) {
+    const int half = rope_dim / 2;
+    int i = 0;
+    for (; i + 8 <= half; i += 8) {
+        const __m256 c = _mm256_loadu_ps(cos_t + i), sn = _mm256_loadu_ps(sin_t + i);
+        __m256 x0, x1;
+        if (neox) {
+            x0 = _mm256_loadu_ps(v + i), x1 = _mm256_loadu_ps(v + i + half);
+        } else {  // v[2i..2i+15] -> evens x0, odds x1 (in order, after the lane permute)
+            const __m256 lo = _mm256_loadu_ps(v + 2 * i), hi = _mm256_loadu_ps(v + 2 * i + 8);
+            const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+            x0 = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)), order);
+            x1 = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)), order);
+        }
+        const __m256 ra = _mm256_fmadd_ps(x0, c, _mm256_xor_ps(_mm256_mul_ps(x1, sn), _mm256_set1_ps(-0.0f)));
+        const __m256 rb = _mm256_fmadd_ps(x0, sn, _mm256_mul_ps(x1, c));
+        if (neox) {
+            _mm256_storeu_ps(v + i, ra), _mm256_storeu_ps(v + i + half, rb);
+        } else {  // interleave back: v[2i] = ra, v[2i+1] = rb
+            const __m256 l = _mm256_unpacklo_ps(ra, rb), h = _mm256_unpackhi_ps(ra, rb);
+            _mm256_storeu_ps(v + 2 * i, _mm256_permute2f128_ps(l, h, 0x20));
+            _mm256_storeu_ps(v + 2 * i + 8, _mm256_permute2f128_ps(l, h, 0x31));
+        }
+    }
+    for (; i < half; i++) {
+        const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+        const float x0 = v[a], x1 = v[b];
+        v[a] = fmaf(x0, cos_t[i], -(x1 * sin_t[i]));
+        v[b] = fmaf(x0, sin_t[i], x1 * cos_t[i]);
+    }
+}
+
 void cpu_kernels_fill_avx2(cpu_kernels *k) {
     k->name = "avx2";
     k->dot[GGML_TYPE_F32] = dot_f32;
@@ -401,4 +437,5 @@ void cpu_kernels_fill_avx2(cpu_kernels *k) {
     k->quantize_q8_0 = quantize_q8_0;
     k->softmax = softmax;
     k->swiglu = swiglu;
+    k->rope = rope;
 }

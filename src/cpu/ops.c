@@ -45,6 +45,20 @@ static void dot_rows_ref(uint32_t type, const void *w, size_t row_bytes, int64_t
                 seam_vec_dot(type, (const uint8_t *)w + r * row_bytes, (const uint8_t *)act + j * act_stride, n);
 }
 
+// One head's rotation: NEOX pairs (i, i + half), normal pairs (2i, 2i+1).
+static void rope_ref(float *v, int rope_dim, const float *cos_t, const float *sin_t, bool neox) {
+    const int half = rope_dim / 2;
+    for (int i = 0; i < half; i++) {
+        const int a = neox ? i : 2 * i;
+        const int b = neox ? i + half : 2 * i + 1;
+        const float x0 = v[a], x1 = v[b];
+        // as gcc contracts ggml's rotate_pairs (C++, -ffp-contract=fast):
+        // the first product of each line fused with the rest
+        v[a] = fmaf(x0, cos_t[i], -(x1 * sin_t[i]));
+        v[b] = fmaf(x0, sin_t[i], x1 * cos_t[i]);
+    }
+}
+
 static void to_f16_ref(seam_f16 *dst, const float *src, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = seam_f32_to_f16(src[i]);
 }
@@ -63,6 +77,7 @@ static void kernels_init(void) {
     k->quantize_q8_0 = seam_quantize_row_q8_0;
     k->softmax = exact_softmax;
     k->swiglu = exact_swiglu;
+    k->rope = rope_ref;
 #if defined(__x86_64__) && defined(__GNUC__)
     // F16C is read from cpuid: clang before 16 has no "f16c" for __builtin_cpu_supports.
     unsigned eax, ebx, ecx, edx;
@@ -220,29 +235,29 @@ void cpu_rmsnorm(float *out, const float *x, const float *weight, int n, float e
     for (int i = 0; i < n; i++) out[i] = (x[i] * scale) * weight[i];
 }
 
-void cpu_rope(float *q, int n_heads, float *k, int n_kv_heads, int head_dim, int rope_dim, int pos, float base,
-              float freq_scale, bool neox) {
+void cpu_rope_angles(float *cos_t, float *sin_t, int rope_dim, int pos, float base, float freq_scale) {
     const float theta_scale = powf(base, -2.0f / (float)rope_dim);
-    float cos_t[rope_dim / 2], sin_t[rope_dim / 2];
     float theta = (float)pos;
     for (int i = 0; i < rope_dim / 2; i++) {
         cos_t[i] = cosf(freq_scale * theta);
         sin_t[i] = sinf(freq_scale * theta);
         theta *= theta_scale;
     }
-    const int half = rope_dim / 2;
-    for (int h = 0; h < n_heads + n_kv_heads; h++) {
-        float *v = h < n_heads ? q + (int64_t)h * head_dim : k + (int64_t)(h - n_heads) * head_dim;
-        for (int i = 0; i < half; i++) {
-            const int a = neox ? i : 2 * i;
-            const int b = neox ? i + half : 2 * i + 1;
-            const float x0 = v[a], x1 = v[b];
-            // as gcc contracts ggml's rotate_pairs (C++, -ffp-contract=fast):
-            // the first product of each line fused with the rest
-            v[a] = fmaf(x0, cos_t[i], -(x1 * sin_t[i]));
-            v[b] = fmaf(x0, sin_t[i], x1 * cos_t[i]);
-        }
-    }
+}
+
+void cpu_rope_apply(float *q, int n_heads, float *k, int n_kv_heads, int head_dim, int rope_dim, const float *cos_t,
+                    const float *sin_t, bool neox) {
+    const cpu_kernels *kern = cpu_kernels_get();
+    for (int h = 0; h < n_heads + n_kv_heads; h++)
+        kern->rope(h < n_heads ? q + (int64_t)h * head_dim : k + (int64_t)(h - n_heads) * head_dim, rope_dim, cos_t,
+                   sin_t, neox);
+}
+
+void cpu_rope(float *q, int n_heads, float *k, int n_kv_heads, int head_dim, int rope_dim, int pos, float base,
+              float freq_scale, bool neox) {
+    float cos_t[rope_dim / 2], sin_t[rope_dim / 2];
+    cpu_rope_angles(cos_t, sin_t, rope_dim, pos, base, freq_scale);
+    cpu_rope_apply(q, n_heads, k, n_kv_heads, head_dim, rope_dim, cos_t, sin_t, neox);
 }
 
 void cpu_softmax(float *x, int n) { cpu_kernels_get()->softmax(x, 0, n, n); }

@@ -46,12 +46,20 @@ void cpu_matmul_parts(seam_pool *pool, int n_parts, const seam_tensor *const w[]
 // squares in double, the scale in float.
 void cpu_rmsnorm(float *out, const float *x, const float *weight, int n, float eps);
 
+// RoPE. The angles of position pos follow ggml's rope cache: theta starts
+// at pos and is multiplied by base^(-2/rope_dim) per pair; the angle used is
+// freq_scale * theta (linear scaling). cpu_rope_angles writes cos and sin of
+// each (rope_dim / 2 each), which every layer of the same base shares.
+void cpu_rope_angles(float *cos_t, float *sin_t, int rope_dim, int pos, float base, float freq_scale);
+
 // Rotates the first rope_dim dimensions of each of the n_heads heads of q
 // and the n_kv_heads heads of k (heads of head_dim; k may be NULL with 0
-// heads) for position pos: one angle table for both. Angles follow ggml's
-// rope cache: theta starts at pos and is multiplied by base^(-2/rope_dim)
-// per pair; the angle used is freq_scale * theta (linear scaling). NEOX
-// pairs (i, i + rope_dim/2); normal pairs (2i, 2i+1).
+// heads) by those angles: NEOX pairs (i, i + rope_dim/2), normal pairs
+// (2i, 2i+1).
+void cpu_rope_apply(float *q, int n_heads, float *k, int n_kv_heads, int head_dim, int rope_dim, const float *cos_t,
+                    const float *sin_t, bool neox);
+
+// Both, for position pos.
 void cpu_rope(float *q, int n_heads, float *k, int n_kv_heads, int head_dim, int rope_dim, int pos, float base,
               float freq_scale, bool neox);
 
