@@ -227,18 +227,22 @@ def main():
     lines.append(f"threads: {a.threads}; tg{a.tg} = {a.tg} single-token decodes after a 3-token prompt; "
                  f"pp{a.pp} = a {a.pp}-token prompt; {a.reps} repetitions, alternating order, medians")
     lines.append("")
-    lines.append("| engine | tg tok/s (median) | tg runs | pp tok/s (median) | decode GB/s | seam / this (tg) |")
-    lines.append("|---|---|---|---|---|---|")
+    lines.append("| engine | tg tok/s (median) | tg runs | pp tok/s (median) | pp runs | decode GB/s | seam / this (tg) "
+                 "| seam / this (pp) |")
+    lines.append("|---|---|---|---|---|---|---|---|")
     for name, _ in variants:
         r = res[name]
         if r["error"]:
-            lines.append(f"| {name} | failed: {r['error']} | | | | |")
+            lines.append(f"| {name} | failed: {r['error']} | | | | | | |")
             continue
         tg_med, pp_med = med(r["tg"]), med(r["pp"])
         runs = " ".join(f"{x:.1f}" for x in r["tg"])
+        pp_runs = " ".join(f"{x:.0f}" for x in r["pp"])
         ratio = seam_tg_med / tg_med if tg_med else float("nan")
+        pp_ratio = med(res["seam"]["pp"]) / pp_med if a.pp and pp_med else float("nan")
         pp_txt = f"{pp_med:.1f}" if a.pp else "-"
-        lines.append(f"| {name} | {tg_med:.2f} | {runs} | {pp_txt} | {tg_med * per_token / 1e9:.2f} | {ratio:.3f} |")
+        lines.append(f"| {name} | {tg_med:.2f} | {runs} | {pp_txt} | {pp_runs} | {tg_med * per_token / 1e9:.2f} "
+                     f"| {ratio:.3f} | {pp_ratio:.3f} |")
     lines.append("")
     lines.append(f"read bandwidth ({a.threads} threads, seam-membw, median of 9): {read_bw[0]:.1f} GB/s plain loop"
                  + (f", {read_pf[0]:.1f} GB/s with software prefetch" if ("read+pf", a.threads) in bw_rows else ""))
