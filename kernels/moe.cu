@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "exact.h"
 
 constexpr int ROUTE_THREADS = 128, ROUTE_MAX_EXPERTS = 1024, ROUTE_MAX_K = 64;
 
@@ -52,7 +53,7 @@ __global__ __launch_bounds__(ROUTE_THREADS) void moe_route_kernel(const float *_
     if (threadIdx.x == 0) {
         double sum = 0.0;
         for (int j = 0; j < k; j++) sum += (double)p[winners[j]];
-        const float norm = sum > 6.103515625e-5 ? (float)sum : 6.103515625e-5f;
+        const float norm = (float)(sum > EXACT_MOE_MIN_WEIGHT_SUM ? sum : EXACT_MOE_MIN_WEIGHT_SUM);
         for (int j = 0; j < k; j++) {
             chosen[j] = winners[j];
             weights[j] = p[winners[j]] / norm;

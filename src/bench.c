@@ -159,17 +159,16 @@ static int parse_bench_options(int argc, char **argv, bench_options *o) {
             i++;
         } else if (IS("--overflow")) {
             o->overflow.n = 0;
-            char buf[64];
-            snprintf(buf, sizeof buf, "%s", v ? v : "");
-            char *save = NULL;
-            for (char *m = strtok_r(buf, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
-                int k = 0;
-                while (k < OVERFLOW_COUNT && strcmp(m, plan_overflow_name[k])) k++;
-                if (k == OVERFLOW_COUNT || o->overflow.n == MAX_LIST)
-                    return fprintf(stderr, "seam bench: --overflow wants cpu, mapped, stream (got '%s')\n", v ? v : ""), -1;
+            for (const char *m = v ? v : "";; m++) {  // m: a name, up to the next comma
+                const size_t len = strcspn(m, ",");
+                const int k = plan_overflow_find(m, len);
+                if (k < 0 || o->overflow.n == MAX_LIST)
+                    return fprintf(stderr, "seam bench: --overflow wants cpu, mapped, stream (got '%s')\n", v ? v : ""),
+                           -1;
                 o->overflow.v[o->overflow.n++] = k;
+                m += len;
+                if (!*m) break;
             }
-            if (!o->overflow.n) return fprintf(stderr, "seam bench: --overflow wants cpu, mapped, stream\n"), -1;
             i++;
         } else if (IS("-r") || IS("--repetitions")) {
             char *end;

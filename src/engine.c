@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpu/ops.h"
+#include "exact.h"
 #include "gpu_segment.h"
 #include "prefill.h"
 
@@ -112,17 +113,19 @@ void engine_rope_angles(const seam_config *c, int pos, float *angles) {
     if (c->n_swa) cpu_rope_angles(angles + 2 * half, angles + 3 * half, c->rope_dim, pos, c->rope_base_swa, 1.0f);
 }
 
-void engine_rope(const seam_config *c, int il, const float *angles, float *q, float *k) {
+// RoPE of q (n_heads) and k (n_kv_heads) of layer il by a position's angles.
+static void rope(const seam_config *c, int il, const float *angles, float *q, float *k) {
     const int half = c->rope_dim / 2;
     const float *cos_t = angles + (c->layer_swa[il] ? 2 * half : 0);
     cpu_rope_apply(q, c->n_heads, k, c->n_kv_heads, c->head_dim, c->rope_dim, cos_t, cos_t + half, c->rope_neox);
 }
 
-void engine_qk_prepare(seam_engine *eng, const seam_layer_weights *l, float *q, float *k, float *v) {
+void engine_qkv_ready(seam_engine *eng, const seam_layer_weights *l, int il, int pos, const float *angles, float *q,
+                      float *k, float *v) {
     const seam_config *c = &eng->model->cfg;
-    const int kv_dim = c->n_kv_heads * c->head_dim;
+    const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
     if (c->qkv_bias) {
-        add_bias(q, &l->bq, c->n_heads * c->head_dim);
+        add_bias(q, &l->bq, q_dim);
         add_bias(k, &l->bk, kv_dim);
         add_bias(v, &l->bv, kv_dim);
     }
@@ -130,6 +133,12 @@ void engine_qk_prepare(seam_engine *eng, const seam_layer_weights *l, float *q, 
         head_norm(q, c->n_heads, c->head_dim, &l->q_norm, c->rms_eps);
         head_norm(k, c->n_kv_heads, c->head_dim, &l->k_norm, c->rms_eps);
     }
+    rope(c, il, angles, q, k);
+    if (c->q_scale != 1.0f) cpu_scale(q, c->q_scale, q_dim);
+    // as f16, like llama.cpp's default cache type
+    const size_t row = ((size_t)il * eng->n_ctx + (size_t)pos) * kv_dim;
+    cpu_to_f16(eng->s.key_cache + row, k, kv_dim);
+    cpu_to_f16(eng->s.value_cache + row, v, kv_dim);
 }
 
 static void attention_block(seam_engine *eng, const seam_layer_weights *l, int il, int pos) {
@@ -139,26 +148,19 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
 
     cpu_rmsnorm(s->xb, s->x, l->attn_norm.data, c->n_embd, c->rms_eps);
 
-    // q, k, v projections (with qwen2's biases, qwen3's per-head norms), then RoPE
+    // q, k, v projections (with qwen2's biases, qwen3's per-head norms), then
+    // RoPE; this position's k and v join the cache
     const seam_tensor *qkv[] = {&l->wq, &l->wk, &l->wv};
     float *const qkv_out[] = {s->q, s->k, s->v};
     cpu_matmul_parts(eng->pool, 3, qkv, s->xb, 0, qkv_out, (const int64_t[]){0, 0, 0}, 1, s->act);
-    engine_qk_prepare(eng, l, s->q, s->k, s->v);
-    engine_rope(c, il, s->rope_angles, s->q, s->k);
-    const bool swa = c->layer_swa[il];
-    if (c->q_scale != 1.0f) cpu_scale(s->q, c->q_scale, c->n_heads * c->head_dim);
-
-    // this position's k and v join the cache (as f16, like llama.cpp's default cache type)
-    const size_t layer_off = (size_t)il * eng->n_ctx * kv_dim;
-    seam_f16 *kc = s->key_cache + layer_off;
-    seam_f16 *vc = s->value_cache + layer_off;
-    cpu_to_f16(kc + (size_t)pos * kv_dim, s->k, kv_dim);
-    cpu_to_f16(vc + (size_t)pos * kv_dim, s->v, kv_dim);
+    engine_qkv_ready(eng, l, il, pos, s->rope_angles, s->q, s->k, s->v);
 
     // each query head attends over positions t0..pos of its KV head (a sliding
     // layer sees only the last n_swa of them)
-    const int t0 = swa && pos + 1 > c->n_swa ? pos + 1 - c->n_swa : 0, t1 = pos + 1;
-    cpu_attention(eng->pool, 1, s->xb, 0, s->q, 0, kc, vc, c->n_heads, c->n_kv_heads, c->head_dim, &t0, &t1,
+    const size_t layer_off = (size_t)il * eng->n_ctx * kv_dim;
+    const int t0 = c->layer_swa[il] && pos + 1 > c->n_swa ? pos + 1 - c->n_swa : 0, t1 = pos + 1;
+    cpu_attention(eng->pool, 1, s->xb, 0, s->q, 0, s->key_cache + layer_off,
+                  s->value_cache + layer_off, c->n_heads, c->n_kv_heads, c->head_dim, &t0, &t1,
                   c->kq_scale, s->att, cpu_attention_scratch_floats(eng->n_ctx, c->head_dim));
 
     // output projection (gemma3 norms it), back into the residual stream
@@ -201,7 +203,7 @@ void engine_route(const seam_config *c, float *router, int *chosen, float *weigh
     cpu_top_k(router, c->n_expert, k, chosen);
     double sum = 0.0;
     for (int j = 0; j < k; j++) sum += weight[j] = router[chosen[j]];
-    const float norm = sum > 6.103515625e-5 ? (float)sum : 6.103515625e-5f;
+    const float norm = (float)(sum > EXACT_MOE_MIN_WEIGHT_SUM ? sum : EXACT_MOE_MIN_WEIGHT_SUM);
     for (int j = 0; j < k; j++) weight[j] /= norm;
 }
 

@@ -121,42 +121,45 @@ static int upload(gpu_segment *g, seam_tensor *dst, const seam_tensor *t, seam_e
         &(l)->wo, &(l)->attn_post_norm, &(l)->ffn_norm, &(l)->w_gate, &(l)->w_up, &(l)->w_down, &(l)->ffn_post_norm, \
         &(l)->ffn_gate_inp, &(l)->ffn_gate_exps, &(l)->ffn_up_exps, &(l)->ffn_down_exps
 
+enum { LAYER_TENSOR_COUNT = 20 };
+
 static uint64_t align256(uint64_t x) { return (x + 255) & ~(uint64_t)255; }
 
-// Bytes of layer il's tensors laid out at 256-byte offsets.
-static uint64_t layer_block_bytes(const seam_layer_weights *h) {
+// A layer's tensors laid out in one block at 256-byte offsets (off[i] for
+// tensor i of LAYER_TENSORS; absent ones take no room); returns its bytes.
+static uint64_t layer_layout(const seam_layer_weights *h, uint64_t off[LAYER_TENSOR_COUNT]) {
     const seam_tensor *src[] = {LAYER_TENSORS(h)};
+    _Static_assert(sizeof src / sizeof src[0] == LAYER_TENSOR_COUNT, "LAYER_TENSORS lists every tensor");
     uint64_t bytes = 0;
-    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++)
-        if (src[i]->data) bytes = align256(bytes) + src[i]->n_bytes;
+    for (int i = 0; i < LAYER_TENSOR_COUNT; i++) {
+        off[i] = align256(bytes);
+        if (src[i]->data) bytes = off[i] + src[i]->n_bytes;
+    }
     return align256(bytes);
 }
 
 // An overflow layer (mapped or stream): its tensors copied into one pinned
-// host block; the device views point at base + the same offsets (the
-// block's device alias, or a staging buffer).
-static int place_host_layer(gpu_segment *g, int il, void *base, seam_error *e) {
+// host block; the device views point at the same offsets from the block's
+// device alias (mapped) or from the staging buffer it is copied into
+// (stream: staging).
+static int place_host_layer(gpu_segment *g, int il, void *staging, seam_error *e) {
     const seam_layer_weights *h = &g->model->w.layers[il];
     gpu_layer *L = &g->layers[il];
     seam_layer_weights *d = &L->w;
     *d = *h;
     const seam_tensor *src[] = {LAYER_TENSORS(h)};
     seam_tensor *dst[] = {LAYER_TENSORS(d)};
-    L->block_bytes = layer_block_bytes(h);
-    if (seam_cuda_host_alloc(&L->host_block, L->block_bytes, e)) return -1;
-    uint64_t off = 0;
-    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++) {
+    uint64_t off[LAYER_TENSOR_COUNT];
+    L->block_bytes = layer_layout(h, off);
+    void *view = staging;
+    if (seam_cuda_host_alloc(&L->host_block, L->block_bytes, e) ||
+        (!view && seam_cuda_host_device_pointer(&view, L->host_block, e)))
+        return -1;
+    for (int i = 0; i < LAYER_TENSOR_COUNT; i++) {
         if (!src[i]->data) continue;
-        off = align256(off);
-        memcpy((uint8_t *)L->host_block + off, src[i]->data, src[i]->n_bytes);
-        dst[i]->data = (uint8_t *)(base ? base : L->host_block) + off;
-        off += src[i]->n_bytes;
+        memcpy((uint8_t *)L->host_block + off[i], src[i]->data, src[i]->n_bytes);
+        dst[i]->data = (uint8_t *)view + off[i];
     }
-    if (base) return 0;  // stream: the views point into the staging buffer
-    void *alias;  // mapped: the device reads the pinned block across the bus
-    if (seam_cuda_host_device_pointer(&alias, L->host_block, e)) return -1;
-    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++)
-        if (src[i]->data) dst[i]->data = (uint8_t *)alias + ((const uint8_t *)dst[i]->data - (uint8_t *)L->host_block);
     return 0;
 }
 
@@ -187,8 +190,8 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     *out = NULL;
     const seam_config *c = &m->cfg;
     if (seam_cuda_device_count() == 0) return seam_fail(e, "GPU layers need a CUDA device and there is none");
-    for (int il = 0; il < plan_gpu_computed_layers(plan); il++)
-        if (il < plan->gpu_layers && plan->experts[il] != DEV_GPU)
+    for (int il = 0; il < plan->gpu_layers; il++)
+        if (plan->experts[il] != DEV_GPU)
             return seam_fail(e, "layer %d runs on the GPU but its experts are planned on the CPU (--cpu-moe, "
                                 "--n-cpu-moe): the GPU segment runs a layer's experts with it; lower -ngl to %d "
                                 "or drop the flag", il, il);
@@ -232,7 +235,8 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     if (!rc && n_streamed > 0) {
         uint64_t largest = 0;
         for (int il = g->resident; il < g->n_layers; il++) {
-            const uint64_t b = layer_block_bytes(&m->w.layers[il]);
+            uint64_t off[LAYER_TENSOR_COUNT];
+            const uint64_t b = layer_layout(&m->w.layers[il], off);
             largest = b > largest ? b : largest;
         }
         g->streamed = calloc((size_t)n_streamed, sizeof *g->streamed);

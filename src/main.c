@@ -162,9 +162,8 @@ static int parse_options(int argc, char **argv, options *o) {
             else return fprintf(stderr, "seam: --head wants cpu or gpu (got '%s')\n", v ? v : ""), -1;
             i++;
         } else if (IS("--overflow")) {
-            int k = 0;
-            while (k < OVERFLOW_COUNT && !(v && !strcmp(v, plan_overflow_name[k]))) k++;
-            if (k == OVERFLOW_COUNT)
+            const int k = v ? plan_overflow_find(v, strlen(v)) : -1;
+            if (k < 0)
                 return fprintf(stderr, "seam: --overflow wants cpu, mapped or stream (got '%s')\n", v ? v : ""), -1;
             o->overflow = (seam_overflow)k, i++;
         } else if (IS("--no-graph")) {

@@ -13,9 +13,13 @@
 
 const char *const plan_overflow_name[OVERFLOW_COUNT] = {"cpu", "mapped", "stream"};
 
-static uint64_t tensor_bytes(const seam_tensor *t) { return t->data ? t->n_bytes : 0; }
+int plan_overflow_find(const char *name, size_t len) {
+    for (int k = 0; k < OVERFLOW_COUNT; k++)
+        if (strlen(plan_overflow_name[k]) == len && !strncmp(name, plan_overflow_name[k], len)) return k;
+    return -1;
+}
 
-uint64_t plan_layer_bytes(const seam_model *m, int il) { return model_layer_bytes(m, il); }
+static uint64_t tensor_bytes(const seam_tensor *t) { return t->data ? t->n_bytes : 0; }
 
 int plan_gpu_computed_layers(const seam_plan *p) {
     return p->overflow == OVERFLOW_CPU ? p->gpu_layers : p->n_layers;
@@ -62,8 +66,9 @@ static void place(seam_plan *p, const seam_model *m, const seam_plan_request *re
         // the KV cache lives where the layer is computed
         p->kv[il < n || overflow_on_gpu ? DEV_GPU : DEV_CPU] += kv_bytes_per_layer(c, req->n_ctx);
         if (il >= n && overflow_on_gpu) {
-            p->pinned += plan_layer_bytes(m, il);
-            if (plan_layer_bytes(m, il) > largest_overflow) largest_overflow = plan_layer_bytes(m, il);
+            const uint64_t bytes = model_layer_bytes(m, il);
+            p->pinned += bytes;
+            largest_overflow = bytes > largest_overflow ? bytes : largest_overflow;
         }
     }
     const int computed_on_gpu = overflow_on_gpu ? c->n_layers : n;

@@ -29,6 +29,8 @@ typedef enum {
 } seam_overflow;
 
 extern const char *const plan_overflow_name[OVERFLOW_COUNT];  // "cpu", "mapped", "stream"
+// The placement whose name is the len bytes at name; -1 for none.
+int plan_overflow_find(const char *name, size_t len);
 
 // What the user asks for.
 typedef struct {
@@ -70,10 +72,6 @@ uint64_t plan_total(const seam_plan *p, seam_device d);
 // Layers the GPU computes: gpu_layers, or all of them when the overflow
 // runs there.
 int plan_gpu_computed_layers(const seam_plan *p);
-
-// Bytes of weights of layer il (all its tensors: what the mapped and stream
-// placements keep pinned in host memory and move).
-uint64_t plan_layer_bytes(const seam_model *m, int il);
 
 // The plan as a table: per device its layers, weights, KV and scratch bytes.
 void plan_print(const seam_plan *p, FILE *out);

@@ -99,18 +99,12 @@ static void attn_norm(seam_engine *eng, batch *b, const seam_layer_weights *l, i
     cpu_rmsnorm(b->xb + t * b->wide, b->x + t * c->n_embd, l->attn_norm.data, c->n_embd, c->rms_eps);
 }
 
-// q and k of token t made ready (biases, norms, RoPE at its position); its
-// k and v join the cache.
-static void qk_rope(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t) {
+// q, k, v of token t made ready at its position; its k and v join the cache.
+static void qkv_ready(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t) {
     const seam_config *c = &eng->model->cfg;
     const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
     float *q = b->q + t * q_dim, *k = b->k + t * kv_dim, *v = b->v + t * kv_dim;
-    engine_qk_prepare(eng, l, q, k, v);
-    engine_rope(c, il, b->rope_angles + (size_t)t * 2 * c->rope_dim, q, k);
-    if (c->q_scale != 1.0f) cpu_scale(q, c->q_scale, q_dim);
-    const size_t row = ((size_t)il * eng->n_ctx + (size_t)pos) * kv_dim;
-    cpu_to_f16(eng->s.key_cache + row, k, kv_dim);
-    cpu_to_f16(eng->s.value_cache + row, v, kv_dim);
+    engine_qkv_ready(eng, l, il, pos, b->rope_angles + (size_t)t * 2 * c->rope_dim, q, k, v);
 }
 
 // A block's output (xb2; gemma3 norms it) into the residual stream.
@@ -152,7 +146,7 @@ static void attention(seam_engine *eng, batch *b, const seam_layer_weights *l, i
     const seam_tensor *qkv[] = {&l->wq, &l->wk, &l->wv};
     float *const qkv_out[] = {b->q, b->k, b->v};
     cpu_matmul_parts(eng->pool, 3, qkv, b->xb, b->wide, qkv_out, (const int64_t[]){q_dim, kv_dim, kv_dim}, n, b->act);
-    each_token(qk_rope, eng, b, l, il, pos0);
+    each_token(qkv_ready, eng, b, l, il, pos0);
     // each token attends over the cache up to its own position
     int t0[BATCH], t1[BATCH];
     for (int t = 0; t < n; t++) {

@@ -16,10 +16,11 @@ void engine_embed(seam_engine *eng, int token, float *x);
 // (4 * rope_dim / 2) holds cos then sin for the global layers' base and
 // scale, then for the sliding layers' (gemma3).
 void engine_rope_angles(const seam_config *c, int pos, float *angles);
-// q (n_heads) and k (n_kv_heads) of layer il rotated by those angles.
-void engine_rope(const seam_config *c, int il, const float *angles, float *q, float *k);
-// q, k, v just projected: biases (qwen2) and per-head norms (qwen3, gemma3).
-void engine_qk_prepare(seam_engine *eng, const seam_layer_weights *l, float *q, float *k, float *v);
+// q, k, v of layer il just projected, made ready at position pos: biases
+// (qwen2), per-head norms (qwen3, gemma3), RoPE by those angles, q's scale;
+// k and v then join the KV cache.
+void engine_qkv_ready(seam_engine *eng, const seam_layer_weights *l, int il, int pos, const float *angles, float *q,
+                      float *k, float *v);
 // router (n_expert) logits in, probabilities out; the top k experts by rank
 // and their renormalised weights.
 void engine_route(const seam_config *c, float *router, int *chosen, float *weight);

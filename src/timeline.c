@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const timeline_direction_name[3] = {"H2D", "D2H", "WTS"};
+
 void timeline_init(seam_timeline *t) { memset(t, 0, sizeof *t); }
 
 void timeline_free(seam_timeline *t) {
@@ -89,7 +91,7 @@ static void report_crossings(const seam_timeline *t, FILE *out) {
         }
         const stats w = summarise(wait, n), cp = summarise(copy, n), tt = summarise(total, n);
         fprintf(out, "  %s %7" PRIu64 " B @%-4d %7zu | %9.1f %5.1f %5.1f | %9.1f %5.1f %5.1f | %10.1f %5.1f %5.1f\n",
-                kinds[k].dir == CROSS_H2D ? "H2D" : kinds[k].dir == CROSS_D2H ? "D2H" : "WTS", kinds[k].bytes, kinds[k].layer, n, w.mean, w.p50, w.p99,
+                timeline_direction_name[kinds[k].dir], kinds[k].bytes, kinds[k].layer, n, w.mean, w.p50, w.p99,
                 cp.mean, cp.p50, cp.p99, tt.mean, tt.p50, tt.p99);
     }
     free(wait), free(copy), free(total);
@@ -157,7 +159,7 @@ int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e)
         const seam_crossing *c = &t->crossings[i];
         fprintf(f, "%s\n    {\"token\": %d, \"layer\": %d, \"dir\": \"%s\", \"bytes\": %" PRIu64
                    ", \"wait_us\": %.3f, \"copy_us\": %.3f, \"total_us\": %.3f}",
-                i ? "," : "", c->token, c->layer, c->dir == CROSS_H2D ? "H2D" : c->dir == CROSS_D2H ? "D2H" : "weights", c->bytes, c->wait_us,
+                i ? "," : "", c->token, c->layer, timeline_direction_name[c->dir], c->bytes, c->wait_us,
                 c->copy_us, c->total_us);
     }
     fprintf(f, "\n  ],\n  \"tokens\": [");

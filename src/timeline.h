@@ -16,6 +16,7 @@
 // The hidden state (or the logits) crossing, or (stream placement) a
 // layer's weights copied to the GPU while earlier layers compute.
 typedef enum { CROSS_H2D = 0, CROSS_D2H = 1, CROSS_WEIGHTS = 2 } seam_direction;
+extern const char *const timeline_direction_name[3];  // "H2D", "D2H", "WTS": the report's and the JSON's
 
 typedef struct {
     int token;           // index of the token in the run (prompt tokens first)

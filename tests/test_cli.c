@@ -292,6 +292,7 @@ Test(cli, bench_runs_and_validates, .timeout = 300) {
     static const char *const bad[][2] = {
         {"-p", "abc"}, {"-p", "-1"},  {"-t", "0"},   {"-t", "3-1"}, {"-t", "1-4+0"}, {"-n", "1,,2"},
         {"-r", "0"},   {"-r", "x"},   {"-o", "xml"}, {"-ngl", "-1"}, {"--frobnicate", "1"}, {"--overflow", "disk"},
+        {"--overflow", "cpu,"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_failure(ARGS("bench", "-m", MODEL, bad[i][0], bad[i][1]), bad[i][0]);

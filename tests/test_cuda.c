@@ -370,7 +370,9 @@ Test(cuda, rope_matches_reference) {
                 const int n = n_heads * head_dim;
                 float *x = random_floats(n, 1.0f, &rng), *want = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
                 memcpy(want, x, sizeof(float) * n);
-                cpu_rope(want, n_heads, NULL, 0, head_dim, rope_dims[rd], positions[p], 1e6f, 0.25f, neox);
+                float cos_t[64], sin_t[64];
+                cpu_rope_angles(cos_t, sin_t, rope_dims[rd], positions[p], 1e6f, 0.25f);
+                cpu_rope_apply(want, n_heads, NULL, 0, head_dim, rope_dims[rd], cos_t, sin_t, neox);
                 float *dx = dev_from(x, sizeof(float) * n);
                 seam_cuda_step *step = dev_step(0, positions[p]);
                 OK(seam_cuda_rope(NULL, dx, n_heads, head_dim, rope_dims[rd], 1e6f, 0.25f, neox, step, &err));

@@ -48,8 +48,8 @@ Test(plan, overflow_placements_account_their_memory) {
                     stream = plan_of(n, OVERFLOW_STREAM, big);
     uint64_t rest = 0, largest = 0;
     for (int il = n; il < L; il++) {
-        rest += plan_layer_bytes(&model, il);
-        largest = plan_layer_bytes(&model, il) > largest ? plan_layer_bytes(&model, il) : largest;
+        rest += model_layer_bytes(&model, il);
+        largest = model_layer_bytes(&model, il) > largest ? model_layer_bytes(&model, il) : largest;
     }
     cr_assert_eq(plan_gpu_computed_layers(&cpu), n);
     cr_assert_eq(plan_gpu_computed_layers(&mapped), L);

@@ -19,20 +19,18 @@
 // blocks):
 //   out[j * ldo + r] = seam_vec_dot(type, row r, input j, n)
 // Decode's matvec is one input; prefill's batches share each row among
-// several, so that the K types' kernels unpack a block once for all of them
-// (the other types run input by input, prefetching ahead of the rows).
+// several, so that the quantised types' kernels unpack a block once for all
+// of them (F32 and F16 run input by input, prefetching ahead of the rows).
 typedef void (*cpu_dot_fn)(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
                            size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo);
 
 // What the tiles take per block besides an input's blocks, after them
-// (from the next 16-byte boundary; cpu_quantize_input writes it, in
-// CPU_INPUT_EXTRA_BYTES(n) bytes):
+// (from the next 16-byte boundary; cpu_quantize_input writes it):
 //   Q8_K: each block's eight sub-block sums (int16 [n / QK_K][8], sum i =
 //         bsums[2i] + bsums[2i + 1]), which the Q4_K mins meet;
 //   Q8_0: each block's scale as f32 (float [n / QK8_0]).
 // A tile meets them once per (block, input, row), so they are formed once
 // per input.
-#define CPU_INPUT_EXTRA_BYTES(n) (16 + (size_t)(n) / QK_K * 8 * sizeof(int16_t) + (size_t)(n) / QK8_0 * sizeof(float))
 void cpu_input_extras(uint32_t act_type, void *act, int64_t n);
 static inline const void *cpu_input_extras_of(const void *act, size_t block_bytes, int64_t n_blocks) {
     const uintptr_t end = (uintptr_t)act + block_bytes * (size_t)n_blocks;
@@ -65,12 +63,12 @@ typedef void (*cpu_quantize_q8_0_fn)(const float *x, block_q8_0 *y, int64_t n);
 // exact_softmax and exact_swiglu (src/exact.h): llama.cpp's softmax of an
 // attention row and its SwiGLU, with its vector expf.
 typedef void (*cpu_softmax_fn)(float *x, int t0, int t1, int n);
+typedef void (*cpu_swiglu_fn)(float *gate, const float *up, int n);
 
 // One head's RoPE rotation by precomputed angles, cpu_rope_apply's (ops.h):
 // each pair (a, b) -> (fma(a, cos, -(b sin)), fma(a, sin, b cos)), as gcc
 // contracts ggml's rotation.
 typedef void (*cpu_rope_fn)(float *v, int rope_dim, const float *cos_t, const float *sin_t, bool neox);
-typedef void (*cpu_swiglu_fn)(float *gate, const float *up, int n);
 
 typedef struct {
     const char *name;                 // "avx512", "avx2", "scalar": which set was chosen

@@ -17,8 +17,9 @@
 #endif
 
 uint64_t cpu_matvec_scratch_bytes(int64_t cols) {
-    // The largest activation format per element is f32 (Q8_K and Q8_0 with
-    // their extras take 1.2 and 1.2 bytes).
+    // The largest activation format per element is f32; Q8_K and Q8_0 with
+    // their extras (cpu/kernels.h) take about 1.2 bytes, their alignment
+    // within the 64.
     return (uint64_t)cols * sizeof(float) + 64;
 }
 
@@ -251,13 +252,6 @@ void cpu_rope_apply(float *q, int n_heads, float *k, int n_kv_heads, int head_di
     for (int h = 0; h < n_heads + n_kv_heads; h++)
         kern->rope(h < n_heads ? q + (int64_t)h * head_dim : k + (int64_t)(h - n_heads) * head_dim, rope_dim, cos_t,
                    sin_t, neox);
-}
-
-void cpu_rope(float *q, int n_heads, float *k, int n_kv_heads, int head_dim, int rope_dim, int pos, float base,
-              float freq_scale, bool neox) {
-    float cos_t[rope_dim / 2], sin_t[rope_dim / 2];
-    cpu_rope_angles(cos_t, sin_t, rope_dim, pos, base, freq_scale);
-    cpu_rope_apply(q, n_heads, k, n_kv_heads, head_dim, rope_dim, cos_t, sin_t, neox);
 }
 
 void cpu_softmax(float *x, int n) { cpu_kernels_get()->softmax(x, 0, n, n); }

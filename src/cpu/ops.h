@@ -22,8 +22,8 @@ void cpu_matvec(seam_pool *pool, const seam_tensor *w, const float *x, float *ou
 uint64_t cpu_matvec_scratch_bytes(int64_t cols);
 
 // x (cols) quantised into act (cpu_matvec_scratch_bytes(cols)) as the dot
-// kernels take it (cpu/kernels.h): act_type's blocks, and for Q8_K the
-// sub-block sums after them.
+// kernels take it (cpu/kernels.h): act_type's blocks, then the extras
+// (Q8_K's sums of 32, Q8_0's scales as f32).
 void cpu_quantize_input(uint32_t act_type, const float *x, void *act, int64_t cols);
 
 // out[b] (w->rows) = W @ x[b] for b < n; x (n, ldx), out (n, ldo). Each input
@@ -58,10 +58,6 @@ void cpu_rope_angles(float *cos_t, float *sin_t, int rope_dim, int pos, float ba
 // (2i, 2i+1).
 void cpu_rope_apply(float *q, int n_heads, float *k, int n_kv_heads, int head_dim, int rope_dim, const float *cos_t,
                     const float *sin_t, bool neox);
-
-// Both, for position pos.
-void cpu_rope(float *q, int n_heads, float *k, int n_kv_heads, int head_dim, int rope_dim, int pos, float base,
-              float freq_scale, bool neox);
 
 // One query head against the cached keys and values of its KV head:
 //   out (head_dim) = softmax(q . K[t0..t1) * scale) @ V[t0..t1)

@@ -1,6 +1,6 @@
 // simd_x86.h — what the AVX2 and AVX-512 kernels (matvec_avx2.c,
 // matvec_avx512.c) share: the float arithmetic of a quantised dot, the
-// K-type block unpacking, the K-type tile and the row loop. Each file
+// blocks' unpacking, the tiles and the one-row loop. Each file
 // includes it under its own target flags, so these compile to that file's
 // instruction set.
 //
@@ -315,7 +315,8 @@ static inline __attribute__((always_inline)) void q6k_dots_tile(k_core_fn core, 
         core(nb, q, s, aq, lanes);
         for (int j = 0; j < nb; j++) acc[j] = acc_lanes(acc[j], ab[j]->d * d, lanes[j]);
     }
-    for (int j = 0; j < nb; j++) out[j * ldo] = hsum8(acc[j]) + hsum4(_mm_setzero_ps());
+    // + 0: the reference's empty mins term (it turns a -0 sum into +0)
+    for (int j = 0; j < nb; j++) out[j * ldo] = hsum8(acc[j]) + 0.0f;
 }
 
 // A tile of nb inputs against one row, the type and core bound.
@@ -368,7 +369,8 @@ static inline __attribute__((always_inline)) void tiles_rows(tile_fn tile, int w
     TILE_KERNEL(name, WIDE32_TILE, wide32_tile(unpack, core, nb, row, act, act_stride, n, out, ldo))
 
 // ---------------------------------------------------------------------------
-// The row loop of every kernel.
+// The row loop of the one-row kernels (F32, F16: attention's keys among
+// them).
 //
 // One core reads DRAM at ~10 GB/s only with many misses in flight; while a
 // kernel computes on one row, the hardware streamer alone keeps too few, and
