@@ -8,6 +8,7 @@ seam mirrors, so the two can be compared at a tight tolerance.
 
   ref_logits.py MODEL --tokens 1,2,3 [--prompt TEXT] [--greedy N]
                 [--logits OUT.f32] [--json OUT.json] [--threads N] [--batch]
+  ref_logits.py --system-info      the version and llama.cpp's system info line
 
 --logits writes float32 little-endian, row-major [n_tokens][n_vocab]: the
 logits after each prompt token (teacher forcing), the layout `seam logits`
@@ -37,6 +38,12 @@ def sha256(path):
 @L.llama_log_callback
 def _quiet_log(level, text, user_data):
     pass
+
+
+def system_info():
+    """The build that runs, in llama.cpp's words: the package version and its
+    system info line (instruction sets, repack, llamafile)."""
+    return f"llama-cpp-python {L.__version__}", L.llama_print_system_info().decode().strip()
 
 
 class Reference:
@@ -127,7 +134,8 @@ class Reference:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model")
+    ap.add_argument("model", nargs="?")
+    ap.add_argument("--system-info", action="store_true", help="print the build's version and system info, then exit")
     ap.add_argument("--tokens", help="comma-separated token ids")
     ap.add_argument("--prompt", help="text, tokenised by llama.cpp (BOS as the file says)")
     ap.add_argument("--greedy", type=int, default=0)
@@ -137,6 +145,11 @@ def main():
     ap.add_argument("--ctx", type=int, default=1024)
     ap.add_argument("--batch", action="store_true")
     a = ap.parse_args()
+    if a.system_info:
+        print("\n".join(system_info()))
+        return
+    if not a.model:
+        ap.error("give a MODEL (or --system-info)")
 
     ref = Reference(a.model, a.ctx, a.threads)
     if a.tokens:
