@@ -105,8 +105,9 @@ static float time_graph(seam_cuda_graph *g) {
 
 static void report(const char *what, double bytes, int launches, float ms) {
     const double gbs = bytes / (ms * 1e-3) / 1e9;
-    printf("%-34s %9.1f MB %5d %10.1f us %8.1f GB/s %5.1f %%\n", what, bytes / 1e6, launches, ms * 1e3, gbs,
-           100 * gbs / peak_gbs);
+    char share[16] = "    -  ";  // the device reported no peak
+    if (peak_gbs > 0) snprintf(share, sizeof share, "%5.1f %%", 100 * gbs / peak_gbs);
+    printf("%-34s %9.1f MB %5d %10.1f us %8.1f GB/s %s\n", what, bytes / 1e6, launches, ms * 1e3, gbs, share);
 }
 
 typedef struct {

@@ -24,9 +24,14 @@ extern "C" int seam_cuda_device_info(int device, seam_cuda_info *info, seam_erro
     info->major = p.major;
     info->minor = p.minor;
     info->sm_count = p.multiProcessorCount;
+    // The peak bandwidth is a figure to compare with, not something to run
+    // on: a device that does not report it gets 0 ("unknown"), not a failure.
     int mem_clock_khz = 0, bus_bits = 0;
-    cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, device);
-    cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device);
+    if (cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
+        cudaGetLastError();
+        mem_clock_khz = bus_bits = 0;
+    }
     info->mem_bandwidth_gbs = 2.0 * mem_clock_khz * 1e3 * (bus_bits / 8) / 1e9;  // DDR: two transfers a clock
     size_t free_b = 0, total_b = 0;
     CUDA_TRY(e, cudaSetDevice(device));
@@ -154,6 +159,16 @@ extern "C" int seam_cuda_graph_end(seam_cuda_stream *s, seam_cuda_graph **g, sea
     }
     (*g)->exec = exec;
     return 0;
+}
+
+extern "C" void seam_cuda_graph_discard(seam_cuda_stream *s) {
+    if (!s) return;
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s->s, &capturing) != cudaSuccess || capturing == cudaStreamCaptureStatusNone) return;
+    cudaGraph_t graph = NULL;
+    cudaStreamEndCapture(s->s, &graph);  // an invalidated capture ends too, with no graph
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();  // the error the caller reports is the op's, not this one's
 }
 
 extern "C" int seam_cuda_graph_launch(seam_cuda_graph *g, seam_cuda_stream *s, seam_error *e) {

@@ -51,11 +51,13 @@ int geglu_init(seam_error *e) {
         const float x = seam_f16_to_f32((seam_f16)i);
         table[i] = f16_bits(0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + coef_a * x * x))));
     }
-    const cudaError_t err = cudaMemcpyToSymbol(gelu_table, table, sizeof(uint16_t) << 16);
+    void *dst = NULL;
+    const cudaError_t err = cudaGetSymbolAddress(&dst, gelu_table);
+    const int rc = err != cudaSuccess ? cuda_fail_at(e, __FILE__, __LINE__, "cudaGetSymbolAddress(gelu_table)", err)
+                                      : seam_cuda_upload(dst, table, sizeof(uint16_t) << 16, e);
     free(table);
-    if (err != cudaSuccess) return cuda_fail_at(e, __FILE__, __LINE__, "cudaMemcpyToSymbol(gelu_table)", err);
-    gelu_ready = true;
-    return 0;
+    gelu_ready = rc == 0;
+    return rc;
 }
 
 // gate = gelu(gate) * up, as cpu_geglu: 0 below -10, the identity above 10,

@@ -14,12 +14,20 @@ extern "C" int seam_cuda_malloc(void **ptr, size_t bytes, seam_error *e) {
 
 extern "C" void seam_cuda_free(void *ptr) { cudaFree(ptr); }
 
+// From pageable memory cudaMemcpy returns once the bytes are staged, before
+// the DMA has written them, and it runs on the legacy default stream, which
+// seam's non-blocking streams do not wait for: without the synchronise, the
+// first kernel on such a stream could read weights still in flight.
 extern "C" int seam_cuda_upload(void *dst, const void *src, size_t bytes, seam_error *e) {
     CUDA_TRY(e, cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    CUDA_TRY(e, cudaDeviceSynchronize());
     return 0;
 }
 
+// The same ordering the other way: the copy waits for the legacy stream
+// only, so everything enqueued before it (on any stream) has run first.
 extern "C" int seam_cuda_download(void *dst, const void *src, size_t bytes, seam_error *e) {
+    CUDA_TRY(e, cudaDeviceSynchronize());
     CUDA_TRY(e, cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
     return 0;
 }

@@ -37,11 +37,12 @@ extern "C" int seam_cuda_rmsnorm(seam_cuda_stream *s, float *out, const float *x
 constexpr int ROPE_THREADS = 64;
 
 // One block per head, one thread per rotated pair (i, i + rope_dim/2) for
-// NEOX, (2i, 2i+1) otherwise. The angle is cpu_rope's: theta_i = pos times
-// theta_scale, i times over, in float (theta_scale is the host's powf, the
-// same libm as the engine), then freq_scale * theta_i. The rotation rounds
-// each product as the C code does (no fused multiply-add); cosf and sinf are
-// CUDA's, within 2 ulp of the host's, the one source of difference.
+// NEOX, (2i, 2i+1) otherwise. The angle is cpu_rope_angles': theta_i = pos
+// times theta_scale, i times over, in float (theta_scale is the host's powf,
+// the same libm as the engine), then freq_scale * theta_i. The rotation
+// rounds as the CPU's rope does (ggml's, as gcc contracts it): the second
+// product rounded, the first fused with it; cosf and sinf are CUDA's, within
+// 2 ulp of the host's, the one source of difference.
 __global__ __launch_bounds__(ROPE_THREADS) void rope_kernel(float *vec, int head_dim, int rope_dim, float theta_scale,
                                                             float freq_scale, bool neox,
                                                             const seam_cuda_step *__restrict__ step) {
@@ -55,8 +56,8 @@ __global__ __launch_bounds__(ROPE_THREADS) void rope_kernel(float *vec, int head
         sincosf(freq_scale * theta, &sin_t, &cos_t);
         const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
         const float x0 = v[a], x1 = v[b];
-        v[a] = __fsub_rn(__fmul_rn(x0, cos_t), __fmul_rn(x1, sin_t));
-        v[b] = __fadd_rn(__fmul_rn(x0, sin_t), __fmul_rn(x1, cos_t));
+        v[a] = __fmaf_rn(x0, cos_t, -__fmul_rn(x1, sin_t));
+        v[b] = __fmaf_rn(x0, sin_t, __fmul_rn(x1, cos_t));
     }
 }
 

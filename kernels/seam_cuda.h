@@ -45,7 +45,7 @@ typedef struct {
     int sm_count;
     uint64_t total_bytes;      // device memory
     uint64_t free_bytes;
-    double mem_bandwidth_gbs;  // peak, from the memory clock and bus width
+    double mem_bandwidth_gbs;  // peak, from the memory clock and bus width (0 where the device reports neither)
 } seam_cuda_info;
 
 // Number of usable CUDA devices; 0 when there is no driver or no device.
@@ -81,10 +81,14 @@ int seam_cuda_stream_wait_event(seam_cuda_stream *s, const seam_cuda_event *ev, 
 int seam_cuda_event_elapsed_ms(const seam_cuda_event *start, const seam_cuda_event *end, float *ms, seam_error *e);
 
 // Capture: begin, enqueue ops on s (they are recorded, not run), end. end
-// always closes the capture, and fails when an op in between failed (the
-// capture is then discarded). s must be a created stream, not NULL.
+// always closes the capture, and fails when the capture was invalidated (an
+// op that cannot be captured: the capture is then discarded). When an op in
+// between fails, call discard instead of end: it closes the capture and
+// drops what was recorded, so that s works again and the op's error stands.
+// s must be a created stream, not NULL.
 int seam_cuda_graph_begin(seam_cuda_stream *s, seam_error *e);
 int seam_cuda_graph_end(seam_cuda_stream *s, seam_cuda_graph **g, seam_error *e);
+void seam_cuda_graph_discard(seam_cuda_stream *s);
 int seam_cuda_graph_launch(seam_cuda_graph *g, seam_cuda_stream *s, seam_error *e);
 void seam_cuda_graph_destroy(seam_cuda_graph *g);
 
@@ -96,7 +100,10 @@ typedef struct {
 
 // ---------------------------------------------------------------- memory
 
-// Device memory (256-byte aligned) and synchronous copies for setup.
+// Device memory (256-byte aligned) and synchronous copies for setup and
+// tests: each waits for the whole device and returns when its bytes have
+// arrived, so that it is ordered with work on every stream (seam's streams
+// do not wait for the default stream that cudaMemcpy uses).
 int seam_cuda_malloc(void **ptr, size_t bytes, seam_error *e);
 void seam_cuda_free(void *ptr);
 int seam_cuda_upload(void *dst_device, const void *src_host, size_t bytes, seam_error *e);
