@@ -256,8 +256,9 @@ static int forward(seam_engine *eng, int token, int pos, bool prefill, float **l
     engine_rope_angles(c, pos, s->rope_angles);
 
     // layers 0..gpu_layers-1 on the GPU (the hidden state crosses there and
-    // back, or the logits come back when the head runs there too)
-    if (eng->gpu && gpu_segment_forward(eng->gpu, s->x, s->logits, pos, &eng->timeline, &tt, e)) return -1;
+    // back, or the logits come back, pinned, when the head runs there too)
+    *logits = s->logits;
+    if (eng->gpu && gpu_segment_forward(eng->gpu, s->x, logits, pos, &eng->timeline, &tt, e)) return -1;
 
     // the rest on the CPU
     const double t_layers = seam_now();
@@ -271,7 +272,6 @@ static int forward(seam_engine *eng, int token, int pos, bool prefill, float **l
 
     // final norm and the output head
     if (!eng->head_on_gpu) engine_head(eng);
-    *logits = s->logits;
     const double t_end = seam_now();
     tt.segment_us[SEG_HEAD] = 1e6 * (t_end - t_head);
     if (eng->gpu) tt.gpu_idle_us = 1e6 * (t_end - t_layers);  // one stream: the GPU waits for the CPU's part

@@ -24,7 +24,7 @@ typedef struct {
     float *hb2;      // (max(n_ff, n_ff_exp)) FFN up
     float *router;   // (n_expert) the router's logits, then probabilities (MoE)
     float *moe;      // (n_embd) the weighted sum of the chosen experts' outputs (MoE)
-    float *logits;   // (n_vocab)
+    float *logits;   // (n_vocab) the CPU head's output (a GPU head's logits are the GPU segment's, pinned)
     float *rope_angles;  // (4, rope_dim / 2) this token's RoPE cos, sin: global layers', then sliding layers'
     void *act;       // quantised activation scratch (cpu_matvec_scratch_bytes of the widest input)
     seam_f16 *key_cache;    // (n_layers, n_ctx, n_kv_heads * head_dim)

@@ -8,6 +8,15 @@
 // token instead of ~15 launches a layer.
 #include "gpu_segment.h"
 
+gpu_scratch_cols gpu_segment_scratch_cols(const seam_config *c) {
+    const int64_t q_dim = (int64_t)c->n_heads * c->head_dim;
+    const int64_t hidden = c->n_expert ? c->n_ff_exp : c->n_ff;  // as engine_init sizes it
+    const int64_t wide = q_dim > c->n_embd ? q_dim : c->n_embd;
+    gpu_scratch_cols cols = {.scratch = wide > hidden ? wide : hidden, .hidden = 0};
+    if (c->n_expert) cols.hidden = c->n_ff_exp > c->n_embd ? c->n_ff_exp : c->n_embd;
+    return cols;
+}
+
 #ifndef SEAM_HAVE_CUDA
 
 uint64_t gpu_free_bytes(void) { return 0; }
@@ -20,7 +29,7 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
 
 void gpu_segment_free(gpu_segment *g) {}
 
-int gpu_segment_forward(gpu_segment *g, float *x, float *logits, int pos, seam_timeline *tl, seam_token_time *tt,
+int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_timeline *tl, seam_token_time *tt,
                         seam_error *e) {
     return seam_fail(e, "this seam was built without CUDA");
 }
@@ -74,12 +83,14 @@ struct gpu_segment {
     seam_cuda_step *step_host;  // pinned host copy, one H2D a token
     float *x_pinned;          // (n_embd) pinned: the hidden state crossing the bus
     float *logits_dev;        // (n_vocab) when head
+    float *logits_pinned;     // (n_vocab) pinned, when head: the logits crossing the bus, handed to the engine
     float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;  // device activations, shapes as engine.h's
     float *router, *moe;      // (n_expert) router logits; (n_embd) the experts' weighted sum (MoE)
     int32_t *chosen;          // (n_expert_used) the experts the router picked, by rank (MoE)
     float *weights;           // (n_expert_used) their renormalised weights (MoE)
-    void *scratch;            // quantised activations of the widest input
-    void *scratch_hidden;     // quantised FFN hidden layer, while scratch holds the FFN input (MoE)
+    void *scratch;            // quantised activations of the widest input (gpu_segment_scratch_cols)
+    void *scratch_hidden;     // MoE: the quantised expert FFN input (up's, when its type is not gate's)
+                              // or hidden layer, while scratch holds gate's quantised input
     seam_cuda_stream *copy_stream;  // stream: the weight copies, beside the compute stream
     void *staging[2];         // stream: two device buffers the overflow layers take turns in
     stream_events *streamed;  // stream: [n_layers - resident]
@@ -208,7 +219,8 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     g->layers = calloc((size_t)(g->n_layers > 0 ? g->n_layers : 1), sizeof *g->layers);
     const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
     const int hidden = c->n_expert ? c->n_ff_exp : c->n_ff;  // as engine_init sizes it
-    const int wide = q_dim > c->n_embd ? q_dim : c->n_embd, widest = wide > hidden ? wide : hidden;
+    const int wide = q_dim > c->n_embd ? q_dim : c->n_embd;
+    const gpu_scratch_cols cols = gpu_segment_scratch_cols(c);
     int rc = !g->layers ? seam_fail(e, "out of memory") : 0;
     rc = rc || seam_cuda_init(0, e) || seam_cuda_stream_create(&g->stream, e) ||
          seam_cuda_event_create(&g->ev_start, e) || seam_cuda_event_create(&g->ev_end, e) ||
@@ -224,13 +236,13 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
          dev_alloc(g, (void **)&g->v, (size_t)kv_dim * 4, "activations", e) ||
          dev_alloc(g, (void **)&g->hb, (size_t)hidden * 4, "activations", e) ||
          dev_alloc(g, (void **)&g->hb2, (size_t)hidden * 4, "activations", e) ||
-         dev_alloc(g, &g->scratch, seam_cuda_matvec_scratch_bytes(widest), "quantised activations", e);
+         dev_alloc(g, &g->scratch, seam_cuda_matvec_scratch_bytes(cols.scratch), "quantised activations", e);
     if (c->n_expert)
         rc = rc || dev_alloc(g, (void **)&g->router, (size_t)c->n_expert * 4, "the router's logits", e) ||
              dev_alloc(g, (void **)&g->moe, (size_t)c->n_embd * 4, "activations", e) ||
              dev_alloc(g, (void **)&g->chosen, (size_t)c->n_expert_used * 4, "the chosen experts", e) ||
              dev_alloc(g, (void **)&g->weights, (size_t)c->n_expert_used * 4, "the experts' weights", e) ||
-             dev_alloc(g, &g->scratch_hidden, seam_cuda_matvec_scratch_bytes(hidden), "quantised activations", e);
+             dev_alloc(g, &g->scratch_hidden, seam_cuda_matvec_scratch_bytes(cols.hidden), "quantised activations", e);
     const int n_streamed = g->overflow == OVERFLOW_STREAM ? g->n_layers - g->resident : 0;
     if (!rc && n_streamed > 0) {
         uint64_t largest = 0;
@@ -254,7 +266,8 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     for (int il = 0; !rc && il < g->n_layers; il++) rc = place_layer(g, il, e);
     if (!rc && g->head)
         rc = upload(g, &g->output_norm, &m->w.output_norm, e) || upload(g, &g->output, &m->w.output, e) ||
-             dev_alloc(g, (void **)&g->logits_dev, (size_t)c->n_vocab * 4, "the logits", e);
+             dev_alloc(g, (void **)&g->logits_dev, (size_t)c->n_vocab * 4, "the logits", e) ||
+             seam_cuda_host_alloc((void **)&g->logits_pinned, (size_t)c->n_vocab * 4, e);
     if (rc) {
         gpu_segment_free(g);
         return -1;
@@ -265,9 +278,9 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
 
 void gpu_segment_free(gpu_segment *g) {
     if (!g) return;
-    if (g->graph) seam_cuda_graph_destroy(g->graph);
     if (g->stream) seam_cuda_stream_synchronize(g->stream, &(seam_error){{0}});  // nothing may still read
     if (g->copy_stream) seam_cuda_stream_synchronize(g->copy_stream, &(seam_error){{0}});
+    if (g->graph) seam_cuda_graph_destroy(g->graph);
     for (int i = 0; g->streamed && i < g->n_layers - g->resident; i++) {
         stream_events *se = &g->streamed[i];
         seam_cuda_event_destroy(se->copy_begin), seam_cuda_event_destroy(se->copy_end);
@@ -281,6 +294,7 @@ void gpu_segment_free(gpu_segment *g) {
     free(g->allocations);
     seam_cuda_host_free(g->step_host);
     seam_cuda_host_free(g->x_pinned);
+    seam_cuda_host_free(g->logits_pinned);
     seam_cuda_event_destroy(g->ev_start), seam_cuda_event_destroy(g->ev_end);
     seam_cuda_event_destroy(g->ev_copy0), seam_cuda_event_destroy(g->ev_copy1);
     seam_cuda_stream_destroy(g->stream);
@@ -441,39 +455,52 @@ static int record_streamed(gpu_segment *g, seam_timeline *tl, int token, seam_er
     return 0;
 }
 
-int gpu_segment_forward(gpu_segment *g, float *x, float *logits, int pos, seam_timeline *tl, seam_token_time *tt,
+// The segment captured as a graph, on the first token. A capture that an op
+// fails is discarded, so that the stream works again and the op's error is
+// the one reported.
+static int capture_segment(gpu_segment *g, seam_error *e) {
+    if (seam_cuda_graph_begin(g->stream, e)) return -1;
+    if (enqueue_segment(g, e)) {
+        seam_cuda_graph_discard(g->stream);
+        return -1;
+    }
+    return seam_cuda_graph_end(g->stream, &g->graph, e);
+}
+
+int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_timeline *tl, seam_token_time *tt,
                         seam_error *e) {
     const seam_config *c = &g->model->cfg;
     const int token = tt->token;
     const size_t x_bytes = (size_t)c->n_embd * sizeof(float);
-    // the position, then the hidden state, cross to the device (the step is
-    // bookkeeping of the graph, not a crossing of the model's data)
+    // the hidden state crosses to the device, then the position follows (the
+    // step is bookkeeping of the graph, not a crossing of the model's data:
+    // its copy lands in the report's "other", not in the crossing's wait)
+    memcpy(g->x_pinned, x, x_bytes);
+    if (crossing(g, CROSS_H2D, g->x, g->x_pinned, x_bytes, 0, token, tl, e)) return -1;
     g->step_host->token = 0;  // the embedding row is looked up on the host
     g->step_host->pos = pos;
-    memcpy(g->x_pinned, x, x_bytes);
-    if (seam_cuda_copy_h2d(g->stream, g->step, g->step_host, sizeof *g->step, e) ||
-        crossing(g, CROSS_H2D, g->x, g->x_pinned, x_bytes, 0, token, tl, e))
-        return -1;
+    if (seam_cuda_copy_h2d(g->stream, g->step, g->step_host, sizeof *g->step, e)) return -1;
 
-    // the segment: captured once, replayed after
+    // the segment: captured once, replayed after; timed from the GPU taking
+    // up its launch to its last op (the report's "GPU layers")
+    if (g->use_graph && !g->graph && capture_segment(g, e)) return -1;
     if (seam_cuda_event_record(g->ev_start, g->stream, e)) return -1;
-    if (g->use_graph && !g->graph) {
-        if (seam_cuda_graph_begin(g->stream, e) || enqueue_segment(g, e) ||
-            seam_cuda_graph_end(g->stream, &g->graph, e))
-            return -1;
-    }
     if (g->use_graph ? seam_cuda_graph_launch(g->graph, g->stream, e) : enqueue_segment(g, e)) return -1;
     float ms = 0;
     if (seam_cuda_event_record(g->ev_end, g->stream, e) || seam_cuda_stream_synchronize(g->stream, e) ||
         seam_cuda_event_elapsed_ms(g->ev_start, g->ev_end, &ms, e))
         return -1;
-    tt->segment_us[SEG_GPU] = 1e3 * ms;  // the launch and the wait for it land in the report's "other"
+    tt->segment_us[SEG_GPU] = 1e3 * ms;
     if (record_streamed(g, tl, token, e)) return -1;
 
     // back to the host: the logits when the head ran here, else the hidden state
-    if (g->head)
-        return crossing(g, CROSS_D2H, logits, g->logits_dev, (size_t)c->n_vocab * sizeof(float), c->n_layers, token,
-                        tl, e);
+    if (g->head) {
+        if (crossing(g, CROSS_D2H, g->logits_pinned, g->logits_dev, (size_t)c->n_vocab * sizeof(float), c->n_layers,
+                     token, tl, e))
+            return -1;
+        *logits = g->logits_pinned;
+        return 0;
+    }
     if (crossing(g, CROSS_D2H, g->x_pinned, g->x, x_bytes, g->n_layers, token, tl, e)) return -1;
     memcpy(x, g->x_pinned, x_bytes);
     return 0;

@@ -30,10 +30,24 @@ void gpu_segment_free(gpu_segment *g);
 
 // One token through the GPU layers: x (n_embd, host) crosses to the device,
 // the layers run, and either the hidden state crosses back into x or, when
-// the head is on the GPU, the logits cross back into logits (n_vocab).
+// the head is on the GPU, the logits cross back into the segment's pinned
+// buffer and *logits points at it (n_vocab, valid until the next call).
 // Records the crossings (as token tt->token) and fills tt's GPU segment time
-// (CUDA events around the segment's compute).
-int gpu_segment_forward(gpu_segment *g, float *x, float *logits, int pos, seam_timeline *tl, seam_token_time *tt,
+// (CUDA events around the segment on its stream: from the GPU taking up its
+// launch -- the graph's, or the first op's without graphs -- to its last op).
+int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_timeline *tl, seam_token_time *tt,
                         seam_error *e);
+
+// Columns of the widest input each of the segment's two quantised-activation
+// buffers receives, from the model's shapes alone: `scratch` the input of
+// every matvec (n_embd, q_dim or the FFN's hidden width), `hidden` (MoE; 0
+// otherwise) the down experts' input (n_ff_exp) and, when the up experts'
+// type is not the gate experts', the up experts' own quantisation of the
+// layer input (n_embd). gpu_segment_init allocates
+// seam_cuda_matvec_scratch_bytes of each.
+typedef struct {
+    int64_t scratch, hidden;
+} gpu_scratch_cols;
+gpu_scratch_cols gpu_segment_scratch_cols(const seam_config *c);
 
 #endif

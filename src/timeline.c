@@ -141,8 +141,11 @@ void timeline_report(const seam_timeline *t, FILE *out) {
     if (cross_mean > 0)
         fprintf(out, "  %-22s %10.3f %7.1f%%\n", "crossings", cross_mean / 1e3, 100 * cross_mean / token_mean);
     const double unaccounted = token_mean - parts;
-    fprintf(out, "  %-22s %10.3f %7.1f%%   (launches, sampling, bookkeeping)\n", "other", unaccounted / 1e3,
+    fprintf(out, "  %-22s %10.3f %7.1f%%   (embedding, sampling, bookkeeping)\n", "other", unaccounted / 1e3,
             100 * unaccounted / token_mean);
+    if (seg_mean[SEG_GPU] > 0)
+        fprintf(out, "  (GPU layers: CUDA events from the GPU taking up the segment's launch -- one graph, or the\n"
+                     "   first of its ops with --no-graph -- to its last op: the launches are in it)\n");
     if (idle_mean > 0)
         fprintf(out, "  GPU idle while the CPU works: %.3f ms a token (%.1f%%)\n", idle_mean / 1e3,
                 100 * idle_mean / token_mean);

@@ -35,7 +35,7 @@ typedef enum { SEG_GPU = 0, SEG_CPU = 1, SEG_HEAD = 2, SEG_COUNT } seam_segment;
 typedef struct {
     int token;
     int pos;
-    double segment_us[SEG_COUNT];  // compute time of each segment (GPU: CUDA events)
+    double segment_us[SEG_COUNT];  // compute time of each segment (GPU: CUDA events around its launch and ops)
     double gpu_idle_us;            // the GPU waiting while the CPU works
     double token_us;               // host wall time of the whole token
     int prefill;                   // 1 for a prompt token
