@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Working memory beyond the activations: cuBLAS workspace, CUDA graph and
-// the quantised activation buffers. A round figure, checked after loading.
+// Working memory beyond the activations: the CUDA context's own, the graph
+// and the quantised activation buffers. A round figure, checked after loading.
 #define GPU_RESERVE (64ull << 20)
 
 const char *const plan_overflow_name[OVERFLOW_COUNT] = {"cpu", "mapped", "stream"};
@@ -111,13 +111,23 @@ int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, s
     int n = req->gpu_layers;
     if (n > c->n_layers)
         return seam_fail(e, "--gpu-layers %d is more than the model's %d layers", n, c->n_layers);
-    if (req->gpu_budget == 0 && (n > 0 || req->head == DEV_GPU))
+    if (req->gpu_budget == 0 && n > 0)
         return seam_fail(e, "--gpu-layers %d needs a CUDA device and there is none; use -ngl 0", n);
+    if (req->gpu_budget == 0 && req->head == DEV_GPU)
+        return seam_fail(e, "--head gpu needs a CUDA device and there is none; use --head cpu");
     if (req->gpu_budget == 0 && req->overflow != OVERFLOW_CPU)
         return seam_fail(e, "--overflow %s computes layers on the GPU and there is no CUDA device; use --overflow cpu",
                          plan_overflow_name[req->overflow]);
     if (n < 0) n = plan_max_gpu_layers(m, req);
     place(p, m, req, n);
+    // the head reads the last layer's output: on the GPU it needs every layer
+    // computed there, or it would run on a hidden state the CPU layers have
+    // not yet seen
+    if (p->head == DEV_GPU && plan_gpu_computed_layers(p) < c->n_layers)
+        return seam_fail(e, "--head gpu needs every layer computed on the GPU, and %d of %d are (-ngl %d%s); raise "
+                            "-ngl to %d, use --overflow mapped or stream, or drop --head gpu",
+                         plan_gpu_computed_layers(p), c->n_layers, n, req->gpu_layers < 0 ? ", as many as fit" : "",
+                         c->n_layers);
     if (!fits(p)) {
         char need[32], have[32];
         snprintf(need, sizeof need, "%.2f GiB", plan_total(p, DEV_GPU) / 1073741824.0);

@@ -227,6 +227,16 @@ Test(cli, gpu_layers_without_a_gpu, .timeout = 120) {
     }
 }
 
+// The head on the GPU reads the last layer's output: with a layer left to
+// the CPU it is refused, on any machine (the plan for a GPU of --gpu-mem's
+// size needs none), and by run on a machine with or without one.
+Test(cli, head_on_the_gpu_with_a_partial_split_is_refused, .timeout = 120) {
+    expect_failure(ARGS("plan", "-m", MODEL, "-ngl", "0", "--head", "gpu", "--gpu-mem", "8G"),
+                   "--head gpu needs every layer");
+    expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ngl", "0", "--head", "gpu"), "--head gpu");
+    expect_success(ARGS("plan", "-m", MODEL, "-ngl", "1", "--head", "gpu", "--gpu-mem", "8G"));
+}
+
 // A command's --help names every flag its source parses (the IS("...")
 // tests of its option loop); returns how many there are.
 static int help_lists_flags_of(const char *const *help_args, const char *source, const char **help_out) {

@@ -7,22 +7,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_segment.h"
 #include "helpers.h"
 #include "model.h"
 #include "plan.h"
 
 static seam_model model;
 
-// The synthetic "small" model (6 layers, separate head), written once.
-static void load_small(void) {
-    static char path[4096], cmd[8192];
-    snprintf(path, sizeof path, "%s", test_path("plan-small.gguf"));
-    snprintf(cmd, sizeof cmd, "%s/seam-synth %s/models/small.shape -o %s 2>/dev/null", SEAM_BINARY_DIR,
-             SEAM_SOURCE_DIR, path);
+// The synthetic model of models/SHAPE.shape, written into the test scratch.
+static void load_synthetic(seam_model *m, const char *shape) {
+    char name[64], path[4096], cmd[8192];
+    snprintf(name, sizeof name, "plan-%s.gguf", shape);
+    snprintf(path, sizeof path, "%s", test_path(name));
+    snprintf(cmd, sizeof cmd, "%s/seam-synth %s/models/%s.shape -o %s 2>/dev/null", SEAM_BINARY_DIR,
+             SEAM_SOURCE_DIR, shape, path);
     cr_assert_eq(system(cmd), 0, "seam-synth failed: %s", cmd);
     seam_error e = {{0}};
-    cr_assert_eq(model_load(&model, path, &e), 0, "%s", e.msg);
+    cr_assert_eq(model_load(m, path, &e), 0, "%s", e.msg);
 }
+
+// The synthetic "small" model (6 layers, separate head).
+static void load_small(void) { load_synthetic(&model, "small"); }
 
 static void unload(void) { model_free(&model); }
 
@@ -102,4 +107,61 @@ Test(plan, budget_and_errors) {
                                         .gpu_budget = 1ull << 40};
     cr_assert_eq(plan_make(&p, &model, &too_many, &e), -1);
     cr_assert(strstr(e.msg, "more than the model"), "%s", e.msg);
+}
+
+// --head gpu reads the last layer's output: with layers left to the CPU it
+// is refused (it would run on a hidden state the CPU layers have not seen),
+// with every layer computed on the GPU -- resident or mapped -- it is not.
+Test(plan, head_on_the_gpu_needs_every_layer_there) {
+    const int L = model.cfg.n_layers;
+    seam_plan p;
+    seam_error e = {{0}};
+    for (int n = 0; n < L; n++) {
+        const seam_plan_request partial = {.gpu_layers = n, .head = DEV_GPU, .n_ctx = 64, .gpu_budget = 1ull << 40};
+        cr_assert_eq(plan_make(&p, &model, &partial, &e), -1, "-ngl %d --head gpu was accepted", n);
+        cr_assert(strstr(e.msg, "--head gpu needs every layer"), "%s", e.msg);
+    }
+    const seam_plan_request all = {.gpu_layers = L, .head = DEV_GPU, .n_ctx = 64, .gpu_budget = 1ull << 40};
+    cr_assert_eq(plan_make(&p, &model, &all, &e), 0, "%s", e.msg);
+    cr_assert_eq(p.head, DEV_GPU);
+    const seam_plan_request mapped = {.gpu_layers = 0, .head = DEV_GPU, .overflow = OVERFLOW_MAPPED, .n_ctx = 64,
+                                      .gpu_budget = 1ull << 40};
+    cr_assert_eq(plan_make(&p, &model, &mapped, &e), 0, "%s", e.msg);
+    const seam_plan_request no_gpu = {.gpu_layers = 0, .head = DEV_GPU, .n_ctx = 64};
+    cr_assert_eq(plan_make(&p, &model, &no_gpu, &e), -1);
+    cr_assert(strstr(e.msg, "--head gpu needs a CUDA device"), "%s", e.msg);
+}
+
+// The GPU segment's two quantised-activation buffers hold every input the
+// segment quantises into them, on a model whose up experts are not of the
+// gate experts' type and whose experts are narrower than the model
+// (models/moe-mixed.shape): the buffer of the experts' hidden layer also
+// takes the up experts' own quantisation of the n_embd-wide layer input.
+Test(plan, gpu_scratch_holds_every_quantised_input) {
+    seam_model mixed;
+    load_synthetic(&mixed, "moe-mixed");
+    const gpu_scratch_cols cols = gpu_segment_scratch_cols(&mixed.cfg);
+    int mixed_layers = 0;
+    for (int il = 0; il < mixed.cfg.n_layers; il++) {
+        const seam_layer_weights *l = &mixed.w.layers[il];
+        // every matvec's input is quantised into scratch
+        const seam_tensor *matrices[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_gate_inp, &l->ffn_gate_exps,
+                                         &l->ffn_up_exps, &l->ffn_down_exps};
+        for (size_t i = 0; i < sizeof matrices / sizeof *matrices; i++)
+            cr_assert_leq(matrices[i]->cols, cols.scratch, "layer %d: %.*s takes %lld columns, scratch holds %lld",
+                          il, matrices[i]->name_len, matrices[i]->name, (long long)matrices[i]->cols,
+                          (long long)cols.scratch);
+        // the experts' hidden layer, and up's input when its type is not gate's
+        const seam_tensor *gate = &l->ffn_gate_exps, *up = &l->ffn_up_exps, *down = &l->ffn_down_exps;
+        cr_assert_leq(down->cols, cols.hidden, "layer %d: down's %lld columns", il, (long long)down->cols);
+        if (up->type == gate->type) continue;
+        mixed_layers++;
+        cr_assert_leq(up->cols, cols.hidden, "layer %d: up (%s, gate %s) quantises %lld columns into a buffer of %lld",
+                      il, ggml_type_name(up->type), ggml_type_name(gate->type), (long long)up->cols,
+                      (long long)cols.hidden);
+    }
+    cr_assert_eq(mixed_layers, mixed.cfg.n_layers, "moe-mixed.shape's up experts are not of another type");
+    cr_assert_lt(mixed.cfg.n_ff_exp, mixed.cfg.n_embd, "moe-mixed.shape's experts are not narrower than the model");
+    cr_assert_leq(mixed.w.output.cols, cols.scratch);
+    model_free(&mixed);
 }
