@@ -1,99 +1,170 @@
 #!/usr/bin/env bash
-# gpu-check.sh — everything a lent GPU machine should check, in one command.
+# gpu-check.sh — everything a lent GPU machine should check, in one command
+# that ends, with its logs, well inside the device tool's 600 s:
 #
-#   (here)  scripts/fetch-device-debs.sh
-#   (there) bash bench/gpu-check.sh        with .device-debs carried
+#   (here)  scripts/fetch-device-debs.sh     Criterion and utf8proc as .deb files in .device-debs/
+#   (there) bash bench/gpu-check.sh          the device run: carry [".device-debs"], timeout_s 600
+#           SEED=1 bash bench/gpu-check.sh   the seed experiment instead, for another call
 #
-# On the device machine: unpacks the carried Debian packages into a private
-# prefix, builds seam with CUDA for the device's own architecture, runs the
-# whole test suite (the CUDA tests run instead of skipping), runs
-# compute-sanitizer's memcheck over the CUDA tests, runs the CUDA workbench
-# (matvec GB/s and % of peak, attention) and the CPU bandwidth probe, and
-# runs a split sweep (0, 1, L/2, L-1, L GPU layers, and L without graphs) on
-# a synthetic Qwen3-0.6B with the timeline of each, the mapped and stream
-# placements and an MoE model under memcheck, and the offload curve (seam
-# bench over GPU layer counts and the three placements) and, last and under a
-# time limit (SEED=0 skips it), the seed experiment on a synthetic
-# Qwen3-30B-A3B, and writes every log to
-# $OUT (or ./gpu-check-out when OUT is unset). It keeps
-# going after a failure so that one run reports everything; the exit status
-# says whether anything failed.
+# What comes back, in $OUT (./gpu-check-out when OUT is unset): summary.txt,
+# one line per check (PASS, FAIL or SKIP, seconds, the reason; a passed
+# step's headline figures, a failed one's errors and the end of its log);
+# results.md, the result tables (the CUDA workbench, the offload curve, the
+# seed curve); gpu-check-logs.tar.gz, every step's whole log, the timelines
+# as JSON and the summary, rewritten after every step so that a run killed
+# from outside still brings back what it did.
+#
+# Limits it keeps: no step starts after DEADLINE seconds (480), and the one
+# running then is killed; each step has its own limit too. The order is by
+# value: the build, the CUDA kernels against the C reference, the split on a
+# synthetic Qwen3-0.6B with its timelines, the workbench, the whole test
+# suite, memcheck over short runs, the offload curve, memcheck over the
+# kernels' tests. The steps go on after a failure; the exit status is 1 when
+# anything failed or the deadline cut the run short. On a machine without a
+# CUDA device it stops after describing the machine, says so, and exits 1.
+#
+# The build: the carried packages are unpacked into .device-prefix (never
+# into /) and CMake pointed there; when .device-debs is absent, a package
+# fails to unpack or configuring with the tests fails, the build goes on with
+# -DSEAM_TESTS=OFF, which needs only utf8proc (carried too) and still builds
+# seam, seam-synth and seam-cuda-bench. ninja -k 0 builds every target it
+# can; the CUDA code carries -lineinfo for compute-sanitizer's reports.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT="${OUT:-$PWD/gpu-check-out}"
-mkdir -p "$OUT"
-# the device tool brings back at most 8 files: logs go to LOGS, packed at the end
-LOGS="$(mktemp -d)"
-status=0
-step() {  # step NAME COMMAND...: runs, logs to $OUT/NAME.log, remembers failure
-    local name="$1"
-    shift
-    echo "== $name: $*" | tee -a "$OUT/summary.txt"
-    if "$@" >"$LOGS/$name.log" 2>&1; then
-        echo "   ok" | tee -a "$OUT/summary.txt"
-    else
-        echo "   FAILED ($?), see $name.log" | tee -a "$OUT/summary.txt"
-        status=1
-    fi
-    tail -n 5 "$LOGS/$name.log" | sed 's/^/   | /' | tee -a "$OUT/summary.txt"
-}
+. bench/gpu-check-lib.sh
 
-# Debian packages the machine lacks, unpacked into a prefix (never into /)
-PREFIX="$PWD/.device-prefix"
-if ls .device-debs/*.deb >/dev/null 2>&1; then
-    for deb in .device-debs/*.deb; do dpkg -x "$deb" "$PREFIX"; done
-    export CMAKE_PREFIX_PATH="$PREFIX/usr"
-    export LD_LIBRARY_PATH="$PREFIX/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-    export PKG_CONFIG_PATH="$PREFIX/usr/lib/x86_64-linux-gnu/pkgconfig:${PKG_CONFIG_PATH:-}"
-    EXTRA=(-DCMAKE_C_FLAGS="-I$PREFIX/usr/include" -DCMAKE_EXE_LINKER_FLAGS="-L$PREFIX/usr/lib/x86_64-linux-gnu")
-else
-    EXTRA=()
-fi
+OUT=${OUT:-$PWD/gpu-check-out}
+check_begin "$OUT" "${DEADLINE:-480}"
 export PATH="/usr/local/cuda/bin:$PATH"
+J=$(nproc)
+B=build-gpu
+M=$B/models
+PREFIX=$PWD/.device-prefix
 
-nvidia-smi >"$LOGS/nvidia-smi.txt" 2>&1
-ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
-step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" "${EXTRA[@]}"
-step build cmake --build build-gpu -j "$(nproc)"
-step tests ctest --test-dir build-gpu --output-on-failure
-step cuda-tests-verbose build-gpu/test_cuda --verbose
-step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 build-gpu/test_cuda
-step cuda-bench build-gpu/seam-cuda-bench
-step cpu-membw build-gpu/seam-membw
-# the split: compute-sanitizer over a short split run, then a sweep of the
-# GPU layer count on a synthetic Qwen3-0.6B (28 layers), each run's report kept
-step synth build-gpu/seam-synth models/qwen3-0.6b.shape -o build-gpu/qwen3-0.6b.gguf
-step memcheck-split compute-sanitizer --tool memcheck --error-exitcode 1 \
-    build-gpu/seam run -m build-gpu/test-scratch/golden-small.gguf --tokens 1,2,3 -n 4 -ngl 3 --ids
-for n in 0 1 14 27 28; do
-    step "split-$n" build-gpu/seam run -m build-gpu/qwen3-0.6b.gguf --tokens 1,2,3 -n 64 --ids -ngl "$n" \
-        --timeline "$LOGS/timeline-$n.json"
-done
-step split-28-nograph build-gpu/seam run -m build-gpu/qwen3-0.6b.gguf --tokens 1,2,3 -n 64 --ids -ngl 28 --no-graph
-# the other two overflow placements, and an MoE model on the GPU, under memcheck once each
-for mode in mapped stream; do
-    step "memcheck-$mode" compute-sanitizer --tool memcheck --error-exitcode 1 \
-        build-gpu/seam run -m build-gpu/test-scratch/golden-small.gguf --tokens 1,2,3 -n 4 -ngl 2 --overflow "$mode" --ids
-    for n in 0 14; do
-        step "$mode-$n" build-gpu/seam run -m build-gpu/qwen3-0.6b.gguf --tokens 1,2,3 -n 64 --ids -ngl "$n" \
-            --overflow "$mode" --timeline "$LOGS/timeline-$mode-$n.json"
-    done
-done
-step memcheck-moe compute-sanitizer --tool memcheck --error-exitcode 1 \
-    build-gpu/seam run -m build-gpu/test-scratch/golden-moe-small.gguf --tokens 1,2,3 -n 4 -ngl 2 --ids
-# the offload curve: decode speed by GPU layer count for the three placements
-step offload-curve build-gpu/seam bench -m build-gpu/qwen3-0.6b.gguf -p 0 -n 64 -t "$(nproc)" -ngl 0,7,14,21,27,28 \
-    --overflow cpu,mapped,stream -r 3
-cp "$LOGS/offload-curve.log" "$OUT/offload-curve.md" 2>/dev/null
-# last, under a time limit: the seed experiment itself on a synthetic Qwen3-30B-A3B (48 MoE layers,
-# 17.3 GiB), the last layers off the GPU in each of the three ways
-if [ "${SEED:-1}" = 1 ]; then
-    step synth-30b timeout 420 build-gpu/seam-synth models/qwen3-30b-a3b.shape -o build-gpu/qwen3-30b-a3b.gguf
-    step seed-curve timeout 420 build-gpu/seam bench -m build-gpu/qwen3-30b-a3b.gguf -p 0 -n 32 -t "$(nproc)" \
-        -ngl 48,47,44,40,24 --overflow cpu,mapped,stream -r 2
-    cp "$LOGS/seed-curve.log" "$OUT/seed-curve.md" 2>/dev/null
-    rm -f build-gpu/qwen3-30b-a3b.gguf
+# ---------------------------------------------------------------- the machine
+step machine --limit 60 -- bash -c 'uname -a; grep PRETTY /etc/os-release; echo "cores: $(nproc)"; free -g
+    df -h .; nvidia-smi; nvcc --version; compute-sanitizer --version; cmake --version; ninja --version
+    gcc --version | head -1; ldd --version | head -1; true'
+
+# the carried packages, each unpacked on its own (one that fails is named)
+tests=OFF
+if ls .device-debs/*.deb >/dev/null 2>&1; then
+    rm -rf "$PREFIX"
+    step debs --limit 60 --show '^unpacked|^FAILED|^no ' -- bash -c 'ok=0 bad=0
+        for deb in .device-debs/*.deb; do
+            if dpkg -x "$deb" "$1"; then ok=$((ok + 1)); else echo "FAILED to unpack $deb"; bad=$((bad + 1)); fi
+        done
+        echo "unpacked $ok packages into $1 ($(du -sh "$1" | cut -f1)), $bad failed"
+        [ -e "$1/usr/include/criterion/criterion.h" ] || { echo "no criterion.h in $1"; bad=1; }
+        exit $((bad > 0))' _ "$PREFIX" && tests=ON
+    # what did unpack is used either way (utf8proc, when the machine lacks it)
+    libs="$PREFIX/usr/lib/x86_64-linux-gnu:$PREFIX/lib/x86_64-linux-gnu"
+    export CMAKE_PREFIX_PATH="$PREFIX/usr"
+    export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    deps=(-DCMAKE_C_FLAGS="-I$PREFIX/usr/include" -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$libs")
+else
+    check_record SKIP debs "no .device-debs/ carried (scripts/fetch-device-debs.sh): no Criterion, no test suite"
+    deps=()
 fi
-tar czf "$OUT/gpu-check-logs.tar.gz" -C "$LOGS" .
-echo "gpu-check: $( ((status)) && echo 'something FAILED' || echo 'all ok' ); logs in $OUT" | tee -a "$OUT/summary.txt"
-exit $status
+
+gpu=$(nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)
+if [ -z "$gpu" ]; then
+    check_record FAIL device "no CUDA device: nvidia-smi is absent or lists no GPU, so nothing was built or run"
+    check_end
+    exit 1
+fi
+check_record PASS device "$gpu"
+arch=$(cut -d, -f2 <<<"$gpu" | tr -d ' .')
+
+# ---------------------------------------------------------------- the build
+configure=(cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch"
+           -DCMAKE_CUDA_FLAGS=-lineinfo "${deps[@]}")
+[ "${SEED:-0}" = 1 ] && tests=OFF  # the seed run builds what it runs, no more
+rm -rf $B
+if [ $tests = ON ] && ! step configure --limit 120 -- "${configure[@]}"; then
+    tests=OFF
+    rm -rf $B
+fi
+[ $tests = OFF ] && step configure-no-tests --limit 120 -- "${configure[@]}" -DSEAM_TESTS=OFF
+step cuda-compiler --limit 10 -- grep -E '^CMAKE_CUDA_COMPILER:[A-Z]+=.*nvcc' $B/CMakeCache.txt
+if [ "${SEED:-0}" = 1 ]; then
+    step build --limit 300 --show 'error|FAILED:' -- cmake --build $B -j "$J" --target seam seam-synth -- -k 0
+else
+    step build --limit 300 --show 'error|FAILED:' -- cmake --build $B -j "$J" -- -k 0
+fi
+mkdir -p $M
+
+# ---------------------------------------------------------------- the seed experiment (SEED=1)
+# A synthetic Qwen3-30B-A3B (48 MoE layers, 17.3 GiB), the last layers off
+# the GPU in each of the three ways; a table per placement, so that one cut
+# off by the deadline leaves the others.
+if [ "${SEED:-0}" = 1 ]; then
+    Q30=$M/qwen3-30b-a3b.gguf
+    step synth-30b --limit 300 --needs $B/seam-synth -- $B/seam-synth models/qwen3-30b-a3b.shape -o $Q30
+    for mode in cpu mapped stream; do
+        step "seed-$mode" --limit 150 --needs $B/seam --needs $Q30 --out results.md -- \
+            $B/seam bench -m $Q30 -p 0 -n 32 -t "$J" -ngl 48,47,44,40,24 --overflow $mode -r 2
+    done
+    rm -f $Q30
+    check_end
+    exit
+fi
+
+# ---------------------------------------------------------------- the kernels against the C reference
+step cuda-tests --limit 120 --needs $B/test_cuda --show '^\[FAIL\]|Synthesis' -- $B/test_cuda --verbose -j1
+
+# ---------------------------------------------------------------- the split
+# Synthetic models: a small dense one, two small MoE ones (moe-mixed's up
+# experts are of another type than its gate experts) and Qwen3-0.6B's shape.
+step models --limit 120 --needs $B/seam-synth -- bash -c 'for s in small moe-small moe-mixed qwen3-0.6b; do
+    "$1/seam-synth" "models/$s.shape" -o "$2/$s.gguf" || exit 1; done' _ $B $M
+Q=$M/qwen3-0.6b.gguf
+split_run() {  # NAME SEAM-RUN-FLAGS...: 64 tokens on Qwen3-0.6B, its timeline kept
+    local name=$1
+    shift
+    step "$name" --limit 60 --needs $B/seam --needs $Q --show '^timeline:|^  (GPU layers|CPU layers|crossings) |NOT within' -- \
+        $B/seam run -m $Q --tokens 1,2,3 -n 64 --ids --timeline "$CHECK_LOGS/timeline-$name.json" "$@"
+}
+for n in 0 1 14 27 28; do split_run "split-$n" -ngl $n; done
+split_run split-28-no-graph -ngl 28 --no-graph
+split_run split-28-head-cpu -ngl 28 --head cpu
+for mode in mapped stream; do
+    for n in 0 14; do split_run "$mode-$n" -ngl $n --overflow $mode; done
+done
+
+# ---------------------------------------------------------------- the workbench, the test suite
+step cuda-bench --limit 120 --needs $B/seam-cuda-bench --out results.md -- $B/seam-cuda-bench
+if [ $tests = ON ]; then
+    step tests --limit 240 --needs $B/test_golden --show 'tests passed|\((Failed|Timeout|SEGFAULT|Subprocess)' -- \
+        ctest --test-dir $B -j "$J" --output-on-failure
+else
+    check_record SKIP tests "built without the test suite (see debs, configure)"
+fi
+
+# ---------------------------------------------------------------- memcheck
+# Short runs: every placement, and both MoE models (the mixed one with every
+# layer and the head on the GPU); the kernels' own tests come last.
+memcheck=(compute-sanitizer --tool memcheck --target-processes all --error-exitcode 1 --print-limit 20)
+mc() {  # NAME MODEL SEAM-RUN-FLAGS...
+    local name=$1 model=$2
+    shift 2
+    step "memcheck-$name" --limit 120 --needs $B/seam --needs "$model" --show 'ERROR SUMMARY' -- \
+        "${memcheck[@]}" $B/seam run -m "$model" --tokens 1,2,3 -n 4 --ids "$@"
+}
+mc split $M/small.gguf -ngl 3
+mc mapped $M/small.gguf -ngl 2 --overflow mapped
+mc stream $M/small.gguf -ngl 2 --overflow stream
+mc moe $M/moe-small.gguf -ngl 2
+mc moe-mixed $M/moe-mixed.gguf -ngl 4
+
+# ---------------------------------------------------------------- the offload curve
+# Decode speed by GPU layer count, a table per placement.
+for mode in cpu mapped stream; do
+    step "offload-$mode" --limit 90 --needs $B/seam --needs $Q --out results.md -- \
+        $B/seam bench -m $Q -p 0 -n 64 -t "$J" -ngl 0,7,14,21,27,28 --overflow $mode -r 3
+done
+
+# last, as the longest: the kernels' own tests under memcheck
+step memcheck-cuda-tests --limit 180 --needs $B/test_cuda --show 'ERROR SUMMARY' -- "${memcheck[@]}" $B/test_cuda -j1
+
+check_end
