@@ -41,6 +41,8 @@ extern char **environ;
 // Fixtures
 
 typedef struct {
+    char reference[64];    // the build that wrote it: "llama-cpp-python VERSION"
+    char system_info[512]; // and llama.cpp's system info line there (instruction sets)
     char kind[8];          // "synth" (path is a shape file) or "file" (path is the GGUF)
     char path[4096];       // relative to the source root unless absolute
     char sha256[65];
@@ -92,7 +94,9 @@ static void load_fixture(const char *name, fixture *fx) {
         if (line[0] == '#') continue;
         char *rest = line + strcspn(line, " ");
         if (*rest) *rest++ = '\0';
-        if (!strcmp(line, "model"))
+        if (!strcmp(line, "reference")) snprintf(fx->reference, sizeof fx->reference, "%s", rest);
+        else if (!strcmp(line, "system_info")) snprintf(fx->system_info, sizeof fx->system_info, "%s", rest);
+        else if (!strcmp(line, "model"))
             cr_assert(sscanf(rest, "%7s %4095s", fx->kind, fx->path) == 2, "%s: bad model line", path);
         else if (!strcmp(line, "sha256")) snprintf(fx->sha256, sizeof fx->sha256, "%s", rest);
         else if (!strcmp(line, "n_vocab")) fx->n_vocab = atoi(rest);
@@ -107,8 +111,9 @@ static void load_fixture(const char *name, fixture *fx) {
         else cr_assert_fail("%s: unknown key '%s'", path, line);
     }
     free(text);
-    cr_assert(fx->kind[0] && strlen(fx->sha256) == 64 && fx->n_vocab > 0 && fx->n_tokens > 0 && fx->greedy,
-              "%s: a key is missing (model, sha256, n_vocab, tokens, greedy)", path);
+    cr_assert(fx->reference[0] && fx->system_info[0] && fx->kind[0] && strlen(fx->sha256) == 64 && fx->n_vocab > 0 &&
+                  fx->n_tokens > 0 && fx->greedy,
+              "%s: a key is missing (reference, system_info, model, sha256, n_vocab, tokens, greedy)", path);
     cr_assert(n_top1 == fx->n_tokens && n_margin == fx->n_tokens && n_std == fx->n_tokens,
               "%s: top1, margin and std need one value per prompt token", path);
     cr_assert(n_gm == fx->n_greedy && n_gs == fx->n_greedy,
@@ -287,8 +292,9 @@ ParameterizedTest(golden_case *gc, golden, logits) {
                 "compared; top-1 compared at %d (at %d more the top-2 margin is within tolerance)",
                 name, worst_pos, worst_diff, worst_diff / worst_std, worst_ratio, diff.checked, top.checked,
                 close_calls);
-    cr_expect(diff.failed == 0, "%s: logits differ from llama.cpp's at %d of %d positions; first at %d: %s", name,
-              diff.failed, diff.checked, diff.first_pos, diff.first);
+    cr_expect(diff.failed == 0,
+              "%s: logits differ from llama.cpp's (%s, system info %s) at %d of %d positions; first at %d: %s", name,
+              fx.reference, fx.system_info, diff.failed, diff.checked, diff.first_pos, diff.first);
     cr_expect(top.failed == 0, "%s: top-1 differs from llama.cpp's at %d of %d positions; first at %d: %s", name,
               top.failed, top.checked, top.first_pos, top.first);
 

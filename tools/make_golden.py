@@ -1,10 +1,22 @@
 #!/usr/bin/env python3
 """make_golden.py — regenerates the golden-logit fixtures of tests/test_golden.c.
 
-  /opt/llamavenv/bin/python tools/make_golden.py [MODEL.gguf ...]
+  /opt/llamavenv/bin/python tools/make_golden.py [MODEL.gguf ...] [--force]
+  /opt/llamavenv/bin/python tools/make_golden.py --check-build
 
-Run it with the Python that has llama-cpp-python (the reference, see
-tools/ref_logits.py), after scripts/build.sh (it needs build/seam-synth).
+Run it with the Python of the reference, the venv that tools/setup-reference.sh
+builds (llama-cpp-python compiled from source with pip's default flags), after
+scripts/build.sh (it needs build/seam-synth).
+
+The fixtures record the build that wrote them: the package version and
+llama.cpp's system info line (its instruction sets, repack, llamafile).
+llama.cpp's builds do not compute the same logits (an AVX2-only build differs
+from the native AVX-512 one by up to a fifth of the logits' standard
+deviation: README, Correctness), so fixtures from another build would not be
+the committed ones. make_golden.py therefore refuses to write when the running
+build's version or line differs from the one the committed fixtures record,
+unless --force is given. --check-build only compares, and exits 1 on a
+difference.
 
 Models, each giving fixtures named after it:
   - the synthetic models of SHAPES, synthesised by build/seam-synth into a
@@ -26,6 +38,8 @@ Fixture format: two files per model in tests/golden/.
 
 logits-NAME.txt, text; '#' lines are comments; every other line is a key and
 its values, separated by single spaces; a list starts with its length:
+  reference llama-cpp-python V    the package (and so llama.cpp) version
+  system_info CPU : SSE3 = 1 | ... llama.cpp's system info line: the build
   model synth models/tiny.shape   how to get the model: "synth SHAPE" (made by
                                   seam-synth from the shape file) or
                                   "file PATH"; paths relative to the source
@@ -62,7 +76,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-from ref_logits import Reference, sha256  # noqa: E402
+from ref_logits import Reference, sha256, system_info  # noqa: E402
 
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 SYNTH = os.path.join(ROOT, "build", "seam-synth")
@@ -98,6 +112,43 @@ def fmt_list(key, values, fmt="{}"):
     return f"{key} {len(values)} " + " ".join(fmt.format(v) for v in values) + "\n"
 
 
+def read_fixture(path):
+    """A fixture's .txt as {key: the rest of its line}, comments left out."""
+    fields = {}
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("#"):
+                key, _, rest = line.rstrip("\n").partition(" ")
+                fields[key] = rest
+    return fields
+
+
+def fixture_names():
+    """NAME of every tests/golden/logits-NAME.txt, sorted."""
+    return sorted(f[len("logits-"):-len(".txt")] for f in os.listdir(GOLDEN)
+                  if f.startswith("logits-") and f.endswith(".txt"))
+
+
+def build_mismatch():
+    """None when the running build is the one every committed fixture records
+    (see the header); else what differs, as a message."""
+    build = system_info()
+    diffs = []
+    for name in fixture_names():
+        f = read_fixture(os.path.join(GOLDEN, f"logits-{name}.txt"))
+        if (f.get("reference"), f.get("system_info")) != build:
+            diffs.append((name, f.get("reference"), f.get("system_info")))
+    if not diffs:
+        return None
+    name, reference, info = diffs[0]
+    return (f"make_golden: this build is {build[0]}, system info:\n  {build[1]}\n"
+            f"but {len(diffs)} of the committed fixtures, logits-{name} first, were written by "
+            + (f"{reference}, system info:\n  {info}\n" if reference else "a build they do not record\n")
+            + "llama.cpp's builds differ in their logits (README, Correctness), so this one would not reproduce "
+            "them. Build the reference with tools/setup-reference.sh on a machine whose native build gives "
+            "the recorded line")
+
+
 def write_fixture(name, model_line, gguf, text, threads):
     """Writes logits-NAME.{txt,f32}; the prompt is `text`, or SYNTH_SEED's tokens when None."""
     ref = Reference(gguf, N_CTX, threads)
@@ -127,6 +178,9 @@ def write_fixture(name, model_line, gguf, text, threads):
         f.write(f"# golden logits of llama.cpp for {name}; written by tools/make_golden.py (format in its header)\n")
         if len(stored) < n:
             f.write(f"# full logits at {len(stored)} of the {n} prompt positions only (MAX_STORED_BYTES)\n")
+        reference, info = system_info()
+        f.write(f"reference {reference}\n")
+        f.write(f"system_info {info}\n")
         f.write(f"model {model_line}\n")
         f.write(f"sha256 {sha256(gguf)}\n")
         f.write(f"n_vocab {ref.n_vocab}\n")
@@ -143,6 +197,11 @@ def write_fixture(name, model_line, gguf, text, threads):
           f"{size / 1024:.0f} KiB")
 
 
+def synthesise(shape, out):
+    """build/seam-synth SHAPE -o OUT, SHAPE relative to the source root."""
+    subprocess.run([SYNTH, os.path.join(ROOT, shape), "-o", out], check=True, stderr=subprocess.DEVNULL)
+
+
 def relative(path):
     """PATH relative to the source root when inside it, else absolute."""
     path = os.path.abspath(path)
@@ -154,7 +213,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("models", nargs="*", help="more GGUF files to make fixtures for")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--force", action="store_true",
+                    help="write fixtures even when this build differs from the one the fixtures record")
+    ap.add_argument("--check-build", action="store_true",
+                    help="only compare this build with the fixtures' (exit 1 when they differ)")
     a = ap.parse_args()
+    mismatch = build_mismatch()
+    if a.check_build:
+        if mismatch:
+            sys.exit(mismatch + ".")
+        print(f"make_golden: this build ({system_info()[0]}) is the one the fixtures record")
+        return
+    if mismatch and not a.force:
+        sys.exit(mismatch + ", or pass --force to write fixtures from this build anyway.")
+    if mismatch:
+        print(mismatch + "; --force: writing fixtures from this build anyway.", file=sys.stderr)
     if not os.access(SYNTH, os.X_OK):
         sys.exit(f"make_golden: {SYNTH} is missing; run scripts/build.sh first")
     os.makedirs(GOLDEN, exist_ok=True)
@@ -163,7 +236,7 @@ def main():
         for shape in SHAPES:
             name = os.path.splitext(os.path.basename(shape))[0]
             gguf = os.path.join(tmp, name + ".gguf")
-            subprocess.run([SYNTH, os.path.join(ROOT, shape), "-o", gguf], check=True, stderr=subprocess.DEVNULL)
+            synthesise(shape, gguf)
             write_fixture(name, f"synth {shape}", gguf, None, a.threads)
 
     real = [os.path.join(ROOT, DEFAULT_MODEL)] if os.path.exists(os.path.join(ROOT, DEFAULT_MODEL)) else []
