@@ -9,8 +9,9 @@ of a shared machine hits every contender alike):
   tg  decode: TG tokens one at a time after a 3-token prompt, tokens/s
   pp  prompt: PP tokens, tokens/s (llama.cpp: one batch; seam: its prefill)
 for seam (`seam bench`, one warm-up and one measured run of each test) and
-for llama.cpp through llama-cpp-python's low-level
-API, with weight repacking off (use_extra_bufts=False: llama.cpp's plain
+for llama.cpp through llama-cpp-python's low-level API (the reference venv
+that tools/setup-reference.sh builds: run this script with its Python),
+with weight repacking off (use_extra_bufts=False: llama.cpp's plain
 path, the arithmetic seam mirrors) and on (True: repacked weights, AMX where
 present). Each llama.cpp run is its own process, so a crash (the repacking
 path has died with SIGILL on some VMs) is recorded, not fatal.

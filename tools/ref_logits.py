@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """ref_logits.py — llama.cpp as the reference: logits and greedy continuations.
 
-Runs llama.cpp through the llama-cpp-python package (built from source by
-pip; see tools/setup-reference.sh) on its plain CPU path: no weight
-repacking, no AMX, no flash attention, f16 KV cache. That is the arithmetic
-seam mirrors, so the two can be compared at a tight tolerance.
+Runs llama.cpp through the llama-cpp-python package on its plain CPU path:
+no weight repacking, no AMX, no flash attention, f16 KV cache. That is the
+arithmetic seam mirrors, so the two can be compared at a tight tolerance.
+Run it with the Python of the reference venv, which tools/setup-reference.sh
+builds (the pinned version, from source, flags written down):
+/opt/llamavenv/bin/python, or /opt/llamavenv-avx2/bin/python for the
+AVX2-only build.
 
   ref_logits.py MODEL --tokens 1,2,3 [--prompt TEXT] [--greedy N]
                 [--logits OUT.f32] [--json OUT.json] [--threads N] [--batch]

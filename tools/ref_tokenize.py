@@ -6,8 +6,9 @@
       tokenises the corpus below (plus N seeded random strings mixing scripts,
       whitespace, digits, invalid bytes and the vocabulary's special tokens)
       with each add_special/parse_special pair, and writes OUT.txt, which
-      tests/test_tokenizer.c reads. Run it with the Python that has
-      llama-cpp-python (e.g. /opt/llamavenv/bin/python).
+      tests/test_tokenizer.c reads. Run it with the Python of the
+      reference venv that tools/setup-reference.sh builds
+      (/opt/llamavenv/bin/python).
 
   vocab TOKENIZER_DIR OUT.gguf --pre NAME [--merges N] [--arch ARCH]
       Writes a vocabulary-only GGUF from a Hugging Face byte-level BPE

@@ -3,22 +3,27 @@
 # llama-cpp-python package, compiled from source by pip into a venv of its own.
 #
 #   tools/setup-reference.sh                      # native build into /opt/llamavenv (what the fixtures use)
-#   tools/setup-reference.sh --flavor avx2 DIR    # AVX2-only build (llama.cpp's spread between its builds)
+#   tools/setup-reference.sh --flavor avx2 [DIR]  # AVX2-only build into /opt/llamavenv-avx2 (tools/spread.py)
 #
 # Flavors (the flags are written here, and nowhere else):
 #   native  pip's default: no CMAKE_ARGS, so ggml builds with -march=native
 #           (on an AVX-512 machine: AVX-512, VNNI, BF16, repack, llamafile).
 #           This is the build a user gets, and the one the golden fixtures
 #           and seam's arithmetic follow.
-#   avx2    GGML_NATIVE off, AVX-512 off: what a machine without AVX-512 gets
-#           from the native build, and what a portable wheel gets everywhere.
+#   avx2    GGML_NATIVE off, AVX2/FMA/F16C/BMI2 on, AVX-512 off: the kernels
+#           the native build of a machine without AVX-512 (Zen 2/3, most
+#           Intel desktops) compiles, so the logits such a machine's
+#           llama.cpp computes (README, Correctness: the spread).
 #
 # pip caches the wheel it builds from the sdist and would reuse it whatever
 # CMAKE_ARGS say, so the build runs with --no-cache-dir (and --no-binary, so
-# no prebuilt wheel is taken either). The script ends by printing the version
-# and llama.cpp's system info line: the build that ran, in its own words.
-# tools/make_golden.py compares that line with the one recorded in the
-# fixtures.
+# no prebuilt wheel is taken either). numpy and gguf are pinned too: the
+# fixtures' standard deviations are numpy's sums. The script ends by printing
+# the version, llama.cpp's system info line (the build that ran, in its own
+# words) and the compiler, which that line does not name; for the native
+# flavor it then says whether this is the build the golden fixtures record
+# (tools/make_golden.py --check-build): only that build reproduces them byte
+# for byte.
 set -euo pipefail
 
 VERSION=0.3.36
@@ -26,7 +31,7 @@ FLAVOR=native
 while [ $# -gt 0 ]; do
   case "$1" in
     --flavor) FLAVOR="${2:?--flavor needs native or avx2}"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     -*) echo "setup-reference: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -34,7 +39,7 @@ done
 case "$FLAVOR" in
   native) DEFAULT_DIR=/opt/llamavenv; CMAKE_FLAGS="" ;;
   avx2) DEFAULT_DIR=/opt/llamavenv-avx2
-        CMAKE_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF" ;;
+        CMAKE_FLAGS="-DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF" ;;
   *) echo "setup-reference: unknown flavor '$FLAVOR' (native or avx2)" >&2; exit 2 ;;
 esac
 VENV="${1:-$DEFAULT_DIR}"
@@ -48,9 +53,14 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 echo "setup-reference: building llama-cpp-python $VERSION ($FLAVOR: CMAKE_ARGS='$CMAKE_FLAGS') from source;" \
      "this takes about 10 minutes on 2 cores" >&2
-"$VENV/bin/pip" install -q --no-cache-dir numpy gguf
+"$VENV/bin/pip" install -q --no-cache-dir numpy==2.4.6 gguf==0.19.0
 CMAKE_ARGS="$CMAKE_FLAGS" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
   "$VENV/bin/pip" install --no-cache-dir --no-binary llama-cpp-python --force-reinstall --no-deps \
   "llama-cpp-python==$VERSION"
 "$VENV/bin/pip" install -q --no-cache-dir "llama-cpp-python==$VERSION"  # its own dependencies, if missing
 "$VENV/bin/python" tools/ref_logits.py --system-info
+echo "compiler: $(cc --version | head -1)"
+if [ "$FLAVOR" = native ]; then
+  "$VENV/bin/python" tools/make_golden.py --check-build ||
+    echo "setup-reference: the reference is built, but its logits will not be the fixtures' bit for bit (see above)" >&2
+fi
