@@ -10,6 +10,7 @@
 #include "prefill.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,8 +72,9 @@ static int batch_alloc(batch *b, const seam_config *c, seam_error *e) {
 }
 
 // A step each token of the batch takes alone -- norms, RoPE, the residual
-// adds, the FFN's activation -- with the batch's tokens shared out over the
-// pool, so that the other cores do not wait while one does it.
+// adds, the FFN's activation -- with the batch's tokens taken one at a time
+// by the pool's threads, so that the other cores do not wait while one does
+// it.
 typedef void (*token_step_fn)(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t);
 
 typedef struct {
@@ -81,15 +83,17 @@ typedef struct {
     batch *b;
     const seam_layer_weights *l;
     int il, pos0;
+    _Atomic int next;  // the next token to take
 } token_job;
 
 static void token_share(void *ctx, int ith, int nth) {
-    const token_job *j = ctx;
-    for (int t = ith; t < j->b->n; t += nth) j->step(j->eng, j->b, j->l, j->il, j->pos0 + t, t);
+    (void)ith, (void)nth;
+    token_job *j = ctx;
+    for (int t; (t = atomic_fetch_add(&j->next, 1)) < j->b->n;) j->step(j->eng, j->b, j->l, j->il, j->pos0 + t, t);
 }
 
 static void each_token(token_step_fn step, seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos0) {
-    token_job job = {step, eng, b, l, il, pos0};
+    token_job job = {step, eng, b, l, il, pos0, 0};
     pool_run(eng->pool, token_share, &job);
 }
 

@@ -2,19 +2,16 @@
 // references: every kernel of every instruction set this CPU runs (the dots
 // on random blocks of several row lengths, rows at a time; attention's value
 // sums; f16 conversion; Q8_K quantisation; softmax and SwiGLU), the threaded
-// matvec and attention on pools of 1..4 threads, and the pool itself.
+// matvec and attention on pools of 1..4 threads (the pool itself: test_pool.c).
 //
 // Tolerance: none. The kernels keep the reference's integer sums and its
 // float steps in its order (llama.cpp's, see quant.c and exact.c), so every
 // result must be bitwise the reference's -- the golden logits match
 // llama.cpp's to the last bit only if every dot does.
-#include <sched.h>
 #include <criterion/criterion.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cpu/kernels.h"
 #include "cpu/ops.h"
@@ -504,91 +501,4 @@ Test(matvec, parts_equal_one_matmul_each) {
         for (int i = 0; i < 3; i++) free((void *)w[i].data), free(got[i]), free(want[i]);
     }
     free(x), free(scratch);
-}
-
-// ---------------------------------------------------------------------------
-// The pool
-
-typedef struct {
-    _Atomic long calls;
-    _Atomic long ith_sum;
-    int nth_seen[8];
-    long slot[8];  // each thread's own running sum
-} count_job;
-
-static void count_share(void *ctx, int ith, int nth) {
-    count_job *j = ctx;
-    atomic_fetch_add(&j->calls, 1);
-    atomic_fetch_add(&j->ith_sum, ith);
-    j->nth_seen[ith] = nth;
-    j->slot[ith] += ith + 1;
-}
-
-Test(pool, every_thread_runs_every_job_once) {
-    for (int nth = 1; nth <= 4; nth++) {
-        seam_error err = {{0}};
-        seam_pool *pool = pool_create(nth, &err);
-        cr_assert(pool, "%s", err.msg);
-        cr_assert_eq(pool_size(pool), nth);
-        count_job job = {0};
-        const long runs = 20000;
-        for (long r = 0; r < runs; r++) {
-            pool_run(pool, count_share, &job);
-            // the job is complete when pool_run returns: every share's writes are visible
-            cr_assert_eq(atomic_load(&job.calls), (r + 1) * nth, "%d threads, run %ld", nth, r);
-        }
-        cr_assert_eq(atomic_load(&job.ith_sum), runs * (nth * (nth - 1) / 2));
-        for (int i = 0; i < nth; i++) {
-            cr_assert_eq(job.nth_seen[i], nth);
-            cr_assert_eq(job.slot[i], runs * (i + 1), "thread %d of %d", i, nth);
-        }
-        pool_destroy(pool);
-    }
-}
-
-// Gaps longer than the spin make the workers (and the caller) sleep on the
-// futex; every job must still run on every thread.
-Test(pool, wakes_sleeping_workers) {
-    seam_error err = {{0}};
-    seam_pool *pool = pool_create(3, &err);
-    cr_assert(pool, "%s", err.msg);
-    count_job job = {0};
-    for (int r = 0; r < 20; r++) {
-        usleep(3000);
-        pool_run(pool, count_share, &job);
-    }
-    cr_assert_eq(atomic_load(&job.calls), 20 * 3);
-    pool_destroy(pool);
-}
-
-// A pool pins its caller while it lives, and gives the CPUs back when it is
-// destroyed: a second pool made after the first can pin again.
-Test(pool, gives_the_caller_its_cpus_back) {
-    cpu_set_t before, during, after;
-    cr_assert(sched_getaffinity(0, sizeof before, &before) == 0);
-    if (CPU_COUNT(&before) < 2) cr_skip_test("one CPU: nothing to pin");
-    seam_error err = {{0}};
-    for (int round = 0; round < 2; round++) {
-        seam_pool *pool = pool_create(2, &err);
-        cr_assert(pool, "%s", err.msg);
-        cr_assert(sched_getaffinity(0, sizeof during, &during) == 0);
-        cr_assert_eq(CPU_COUNT(&during), 1, "round %d: the caller is not pinned to one CPU", round);
-        pool_destroy(pool);
-        cr_assert(sched_getaffinity(0, sizeof after, &after) == 0);
-        cr_assert(CPU_EQUAL(&before, &after), "round %d: the caller's CPUs were not given back", round);
-    }
-}
-
-Test(pool, null_pool_runs_on_the_caller) {
-    count_job job = {0};
-    pool_run(NULL, count_share, &job);
-    cr_assert_eq(atomic_load(&job.calls), 1);
-    cr_assert_eq(job.nth_seen[0], 1);
-    cr_assert_eq(pool_size(NULL), 1);
-}
-
-Test(pool, rejects_zero_threads) {
-    seam_error err = {{0}};
-    cr_assert_null(pool_create(0, &err));
-    cr_assert(strstr(err.msg, "at least 1"), "%s", err.msg);
 }

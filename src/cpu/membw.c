@@ -2,6 +2,7 @@
 #include "cpu/membw.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,48 +16,58 @@ typedef struct {
     double *a;            // triad: a, b, c (n / 2 each)
     const double *b, *c;
     size_t n;
-    uint64_t sums[256];  // read: one per thread, so the loads cannot be elided
+    _Atomic size_t next;  // the first element of the next chunk to take; 0 before each pass
+    uint64_t sums[256];   // read: one per thread, so the loads cannot be elided
 } probe;
 
-// This thread's contiguous part [lo, hi) of n elements.
-static void share(size_t n, int ith, int nth, size_t *lo, size_t *hi) {
-    *lo = n * (size_t)ith / (size_t)nth;
-    *hi = n * (size_t)(ith + 1) / (size_t)nth;
+enum { CHUNK = 1 << 16 };  // elements taken at a time: 512 KiB of src
+
+// The next chunk [lo, hi) of the n elements of src; false when none is left.
+// (triad's arrays, n / 2 long, go by the halves of the same chunks.)
+static bool take(probe *p, size_t *lo, size_t *hi) {
+    *lo = atomic_fetch_add(&p->next, CHUNK);
+    *hi = *lo + CHUNK < p->n ? *lo + CHUNK : p->n;
+    return *lo < p->n;
 }
 
 // Eight independent integer sums: the compiler vectorises them (integer
 // addition reassociates freely), so the loop is bound by the loads.
-static inline __attribute__((always_inline)) void read_sum(probe *p, int ith, int nth, bool prefetch) {
-    size_t lo, hi;
-    share(p->n, ith, nth, &lo, &hi);
+static inline __attribute__((always_inline)) void read_sum(probe *p, int ith, bool prefetch) {
     uint64_t acc[8] = {0};
-    for (size_t i = lo; i + 8 <= hi; i += 8) {
-        if (prefetch) __builtin_prefetch(p->src + i + 512);
-        for (int k = 0; k < 8; k++) acc[k] += p->src[i + k];
-    }
+    for (size_t lo, hi; take(p, &lo, &hi);)
+        for (size_t i = lo; i + 8 <= hi; i += 8) {
+            if (prefetch) __builtin_prefetch(p->src + i + 512);
+            for (int k = 0; k < 8; k++) acc[k] += p->src[i + k];
+        }
     uint64_t s = 0;
     for (int k = 0; k < 8; k++) s += acc[k];
-    p->sums[ith] = s;
+    p->sums[ith] += s;
 }
 
-static void read_share(void *ctx, int ith, int nth) { read_sum(ctx, ith, nth, false); }
-static void read_pf_share(void *ctx, int ith, int nth) { read_sum(ctx, ith, nth, true); }
+static void read_share(void *ctx, int ith, int nth) { (void)nth, read_sum(ctx, ith, false); }
+static void read_pf_share(void *ctx, int ith, int nth) { (void)nth, read_sum(ctx, ith, true); }
 
 static void triad_share(void *ctx, int ith, int nth) {
+    (void)ith, (void)nth;
     probe *p = ctx;
-    size_t lo, hi;
-    share(p->n / 2, ith, nth, &lo, &hi);
-    for (size_t i = lo; i < hi; i++) p->a[i] = p->b[i] + 3.0 * p->c[i];
+    for (size_t lo, hi; take(p, &lo, &hi);)
+        for (size_t i = lo / 2; i < hi / 2; i++) p->a[i] = p->b[i] + 3.0 * p->c[i];
 }
 
 static void fill_share(void *ctx, int ith, int nth) {
+    (void)ith, (void)nth;
     probe *p = ctx;
-    size_t lo, hi;
-    share(p->n, ith, nth, &lo, &hi);
     uint64_t *src = (uint64_t *)p->src;
-    for (size_t i = lo; i < hi; i++) src[i] = i;
-    share(p->n / 2, ith, nth, &lo, &hi);
-    for (size_t i = lo; i < hi; i++) p->a[i] = 0, ((double *)p->b)[i] = 1, ((double *)p->c)[i] = 2;
+    for (size_t lo, hi; take(p, &lo, &hi);) {
+        for (size_t i = lo; i < hi; i++) src[i] = i;
+        for (size_t i = lo / 2; i < hi / 2; i++) p->a[i] = 0, ((double *)p->b)[i] = 1, ((double *)p->c)[i] = 2;
+    }
+}
+
+// One pass of a probe over the pool.
+static void pass(seam_pool *pool, seam_pool_fn fn, probe *p) {
+    atomic_store(&p->next, 0);
+    pool_run(pool, fn, p);
 }
 
 static int cmp_double(const void *x, const void *y) {
@@ -85,15 +96,15 @@ int membw_measure(seam_pool *pool, size_t bytes, int reps, membw_result *out, se
         rc = seam_fail(e, "memory probe: cannot map %.1f GiB: %s", 2.5 * (double)bytes / (1 << 30), strerror(errno));
         goto done;
     }
-    pool_run(pool, fill_share, &p);  // first touch by the threads that will read
+    pass(pool, fill_share, &p);  // first touch by the threads that will read
     static const seam_pool_fn jobs[MEMBW_PROBES] = {read_share, read_pf_share, triad_share};
     const double moved[MEMBW_PROBES] = {(double)n * 8, (double)n * 8, (double)(n / 2) * 3 * sizeof(double)};
     for (int k = 0; k < MEMBW_PROBES; k++) {
         double gbs[64];
-        pool_run(pool, jobs[k], &p);  // warm-up
+        pass(pool, jobs[k], &p);  // warm-up
         for (int r = 0; r < reps; r++) {
             const double t = seam_now();
-            pool_run(pool, jobs[k], &p);
+            pass(pool, jobs[k], &p);
             gbs[r] = moved[k] / (seam_now() - t) / 1e9;
         }
         qsort(gbs, (size_t)reps, sizeof gbs[0], cmp_double);

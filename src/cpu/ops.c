@@ -172,7 +172,7 @@ void cpu_quantize_input(uint32_t act_type, const float *x, void *act, int64_t co
 }
 
 // The inputs of a matmul quantised, input b into act + b * stride; a
-// batch's inputs are shared out over the pool.
+// batch's inputs are taken one at a time by the pool's threads.
 typedef struct {
     const float *x;  // (n, ldx)
     int64_t ldx, cols;
@@ -180,11 +180,14 @@ typedef struct {
     uint8_t *act;  // (n, stride)
     uint64_t stride;
     int n;
+    _Atomic int next;  // the next input to take
 } quantize_job;
 
 static void quantize_share(void *ctx, int ith, int nth) {
-    const quantize_job *j = ctx;
-    for (int b = ith; b < j->n; b += nth) cpu_quantize_input(j->act_type, j->x + b * j->ldx, j->act + b * j->stride, j->cols);
+    (void)ith, (void)nth;
+    quantize_job *j = ctx;
+    for (int b; (b = atomic_fetch_add(&j->next, 1)) < j->n;)
+        cpu_quantize_input(j->act_type, j->x + b * j->ldx, j->act + b * j->stride, j->cols);
 }
 
 void cpu_matmul_parts(seam_pool *pool, int n_parts, const seam_tensor *const w[], const float *x, int64_t ldx,

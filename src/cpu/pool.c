@@ -1,14 +1,22 @@
-// pool.c — the thread pool: a generation counter to start jobs, a countdown
-// to finish them, both waited on by spinning and then by Linux futexes.
+// pool.c — the thread pool: a generation counter that opens and closes
+// jobs, a count of the workers inside the open one, both waited on by
+// spinning and then by Linux futexes.
 //
-// Start: pool_run publishes (fn, ctx), sets `pending` to the number of
-// workers and bumps `gen`; each worker waits for `gen` to move past the last
-// generation it ran. Finish: each worker decrements `pending`; the caller,
-// after its own share, waits for zero. A futex_wake is a system call (~1 us),
-// so it is made only when someone has said it is asleep (`n_sleeping`,
-// `caller_sleeping`): the store-then-check on both sides is sequentially
-// consistent, so a sleeper either sees the new value before it sleeps or is
-// seen and woken (futex_wait also rechecks the word atomically).
+// A job is open while `gen` is odd. pool_run publishes (fn, ctx) and makes
+// `gen` odd; a worker that sees a new odd generation counts itself `inside`
+// and then checks that the job is still open before it runs fn. The caller
+// runs fn itself -- which returns only when the job's work is all taken --
+// then closes the job (`gen` even) and waits until nobody is inside. A
+// worker that was not running when the job opened (the OS gave its core to
+// another process) finds the job closed and skips it: the caller never
+// waits for a thread that has not started, only for one in the middle of a
+// piece of work. Both checks are sequentially consistent stores followed by
+// loads (the worker: inside++, then gen; the caller: gen++, then inside), so
+// a worker either is seen inside or sees the job closed.
+//
+// A futex_wake is a system call (~1 us), so it is made only when someone has
+// said it is asleep (`n_sleeping`, `caller_sleeping`), by the same
+// store-then-check on both sides (futex_wait also rechecks the word).
 #include "cpu/pool.h"
 
 #include <linux/futex.h>
@@ -27,46 +35,63 @@
 #define cpu_relax() ((void)0)
 #endif
 
-// How long to spin before sleeping. A decode token's gaps between jobs
-// (norms, rope, softmax on the caller) are microseconds; the gap between
-// tokens is the sampler's. 2^14 pauses is ~1 ms on recent Xeons (a pause is
-// ~140 cycles there) and less elsewhere: long enough to bridge a token's
-// gaps, short enough not to hold a shared core for long once work stops.
-#define SPIN_LIMIT (1 << 14)
+// How long to spin before sleeping. A worker waits for the next job: a
+// decode token's gaps between jobs (norms, rope, softmax on the caller) are
+// microseconds and the gap between tokens is the sampler's, so half a
+// millisecond bridges them without holding a shared core for long once work
+// stops. The caller waits at the end of a job for workers that are still
+// in it: a worker that runs finishes its last piece within a few
+// microseconds (tens in prefill), so a longer wait means the OS has taken
+// its core -- and then the caller sleeps, which frees its own core for that
+// worker (the threads are not pinned, so the scheduler can move it there)
+// or for the other process, instead of spinning through a time slice.
+#define WORKER_SPIN 500e-6  // seconds
+#define CALLER_SPIN 50e-6
 #define YIELD_EVERY 64
 
 struct seam_pool {
     int n_threads;
-    pthread_t *workers;  // [n_threads - 1]; worker i runs share ith = i + 1
+    pthread_t *workers;  // [n_threads - 1]; worker i runs with ith = i + 1
     seam_pool_fn fn;     // the current job
     void *ctx;
-    _Atomic uint32_t gen;         // bumped once per job; futex word for workers
-    _Atomic uint32_t pending;     // workers still running the current job; futex word for the caller
+    _Atomic uint32_t gen;         // odd while a job is open, bumped to open and to close; futex word for workers
+    _Atomic uint32_t inside;      // workers inside the current job; futex word for the caller
     _Atomic int n_sleeping;       // workers in (or entering) futex_wait on gen
-    _Atomic int caller_sleeping;  // the caller is in (or entering) futex_wait on pending
+    _Atomic int caller_sleeping;  // the caller is in (or entering) futex_wait on inside
     _Atomic bool quit;
-    bool caller_pinned;      // pool_create pinned its caller: pool_destroy gives it back caller_mask
-    cpu_set_t caller_mask;   // the caller's affinity before
 };
 
 typedef struct {
     seam_pool *pool;
     int ith;
-    bool pin;
-    cpu_set_t allowed;  // the CPUs the pool was made with: worker ith takes the ith
 } worker_arg;
 
-// One step of a spin-wait. Mostly a pause; every YIELD_EVERY steps a
+// A spin-wait's clock: mostly pause instructions; every YIELD_EVERY steps a
 // sched_yield, which returns at once on an idle core but hands the core
 // over when the thread being waited for is runnable on it (more threads than
 // cores, or cores shared with other processes): without it, a spinner holds
 // the core for its whole time slice while the job waits on the thread it
 // displaced.
-static inline void relax(int spin) {
-    if (spin % YIELD_EVERY == YIELD_EVERY - 1)
-        sched_yield();
-    else
+typedef struct {
+    double until;  // seam_now() at which to stop spinning and sleep
+    int steps;
+    bool over;
+} spin_wait;
+
+static spin_wait spin_for(double seconds) {
+    return (spin_wait){.until = seam_now() + seconds};
+}
+
+// One step of the spin; false once its time is up (then sleep).
+static bool spinning(spin_wait *s) {
+    if (s->over) return false;
+    if (++s->steps % YIELD_EVERY) {
         cpu_relax();
+    } else {
+        sched_yield();
+        s->over = seam_now() >= s->until;
+    }
+    return true;
 }
 
 static void futex_wait(_Atomic uint32_t *word, uint32_t expected) {
@@ -77,41 +102,28 @@ static void futex_wake_all(_Atomic uint32_t *word) {
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
 
-// Pins the calling thread to the ith CPU of `allowed` (the creator's
-// affinity mask), so that the kernel does not migrate a thread (and its warm
-// L2) mid-token.
-static void pin_to(const cpu_set_t *allowed, int ith) {
-    cpu_set_t one;
-    for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; cpu++) {
-        if (!CPU_ISSET(cpu, allowed) || seen++ != ith) continue;
-        CPU_ZERO(&one);
-        CPU_SET(cpu, &one);
-        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-        return;
+// Waits for a job newer than `seen` to open; returns its generation.
+static uint32_t next_job(seam_pool *p, uint32_t seen) {
+    uint32_t g;
+    for (spin_wait s = spin_for(WORKER_SPIN); !((g = atomic_load(&p->gen)) & 1) || g == seen;) {
+        if (spinning(&s)) continue;
+        atomic_fetch_add(&p->n_sleeping, 1);
+        if (atomic_load(&p->gen) == g) futex_wait(&p->gen, g);
+        atomic_fetch_sub(&p->n_sleeping, 1);
     }
+    return g;
 }
 
 static void *worker_main(void *argp) {
     const worker_arg arg = *(worker_arg *)argp;
     free(argp);
     seam_pool *p = arg.pool;
-    if (arg.pin) pin_to(&arg.allowed, arg.ith);
-    uint32_t seen = 0;
-    for (;;) {
-        uint32_t g;
-        for (int spin = 0; (g = atomic_load(&p->gen)) == seen; spin++) {
-            if (spin < SPIN_LIMIT) {
-                relax(spin);
-                continue;
-            }
-            atomic_fetch_add(&p->n_sleeping, 1);
-            if (atomic_load(&p->gen) == seen) futex_wait(&p->gen, seen);
-            atomic_fetch_sub(&p->n_sleeping, 1);
-        }
-        seen = g;
+    for (uint32_t g = 0;;) {
+        g = next_job(p, g);
         if (atomic_load(&p->quit)) return NULL;
-        p->fn(p->ctx, arg.ith, p->n_threads);
-        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping)) futex_wake_all(&p->pending);
+        atomic_fetch_add(&p->inside, 1);
+        if (atomic_load(&p->gen) == g) p->fn(p->ctx, arg.ith, p->n_threads);  // still open: take part
+        if (atomic_fetch_sub(&p->inside, 1) == 1 && atomic_load(&p->caller_sleeping)) futex_wake_all(&p->inside);
     }
 }
 
@@ -123,16 +135,10 @@ seam_pool *pool_create(int n_threads, seam_error *e) {
         free(p);
         return seam_fail(e, "out of memory for a pool of %d threads", n_threads), NULL;
     }
-    // Pin only when every thread can have a CPU of its own; otherwise the
-    // scheduler must be free to share them out.
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    const bool pin =
-        n_threads > 1 && !sched_getaffinity(0, sizeof allowed, &allowed) && CPU_COUNT(&allowed) >= n_threads;
     p->n_threads = n_threads;
     for (int i = 1; i < n_threads; i++) {
         worker_arg *arg = malloc(sizeof *arg);
-        if (arg) *arg = (worker_arg){p, i, pin, allowed};
+        if (arg) *arg = (worker_arg){p, i};
         if (!arg || pthread_create(&p->workers[i - 1], NULL, worker_main, arg)) {
             free(arg);
             p->n_threads = i;  // the workers started so far
@@ -140,22 +146,15 @@ seam_pool *pool_create(int n_threads, seam_error *e) {
             return seam_fail(e, "cannot start thread %d of %d for the CPU pool (lower -t)", i + 1, n_threads), NULL;
         }
     }
-    if (pin) {
-        p->caller_pinned = true;
-        p->caller_mask = allowed;
-        pin_to(&allowed, 0);
-    }
     return p;
 }
 
 void pool_destroy(seam_pool *p) {
     if (!p) return;
     atomic_store(&p->quit, true);
-    atomic_fetch_add(&p->gen, 1);
+    atomic_fetch_add(&p->gen, 1);  // odd: every worker wakes, sees quit and returns
     futex_wake_all(&p->gen);
     for (int i = 0; i + 1 < p->n_threads; i++) pthread_join(p->workers[i], NULL);
-    // the caller's CPUs back, or the next pool it makes would see only one
-    if (p->caller_pinned) pthread_setaffinity_np(pthread_self(), sizeof p->caller_mask, &p->caller_mask);
     free(p->workers);
     free(p);
 }
@@ -171,20 +170,17 @@ void pool_run(seam_pool *p, seam_pool_fn fn, void *ctx) {
     }
     p->fn = fn;
     p->ctx = ctx;
-    atomic_store(&p->pending, (uint32_t)(p->n_threads - 1));
-    atomic_fetch_add(&p->gen, 1);  // publishes fn, ctx and pending
+    atomic_fetch_add(&p->gen, 1);  // odd: open; publishes fn and ctx
     if (atomic_load(&p->n_sleeping)) futex_wake_all(&p->gen);
 
-    fn(ctx, 0, p->n_threads);
+    fn(ctx, 0, p->n_threads);  // returns when every piece of the job is taken
 
-    uint32_t left;
-    for (int spin = 0; (left = atomic_load(&p->pending)) != 0; spin++) {
-        if (spin < SPIN_LIMIT) {
-            relax(spin);
-            continue;
-        }
+    atomic_fetch_add(&p->gen, 1);  // even: closed to workers that have not come in
+    uint32_t in;
+    for (spin_wait s = spin_for(CALLER_SPIN); (in = atomic_load(&p->inside)) != 0;) {
+        if (spinning(&s)) continue;
         atomic_store(&p->caller_sleeping, 1);
-        if ((left = atomic_load(&p->pending)) != 0) futex_wait(&p->pending, left);
+        if ((in = atomic_load(&p->inside)) != 0) futex_wait(&p->inside, in);
         atomic_store(&p->caller_sleeping, 0);
     }
 }

@@ -3,8 +3,12 @@
 // Decode calls the pool about 200 times per token (every matvec), each job a
 // few tens of microseconds, so a job must start and finish in well under a
 // microsecond: workers spin briefly on a shared generation counter, with a
-// pause instruction, and only then sleep on a futex; the caller runs share 0
-// of every job itself instead of idling.
+// pause instruction, and only then sleep on a futex; the caller works on
+// every job itself instead of idling. On a machine whose cores other
+// processes also want, a worker may not run for milliseconds: the pool never
+// waits for one that has not started a job (see seam_pool_fn), and its
+// threads are not pinned, so the scheduler can move them to whichever core
+// is free.
 #ifndef SEAM_CPU_POOL_H
 #define SEAM_CPU_POOL_H
 
@@ -12,23 +16,25 @@
 
 typedef struct seam_pool seam_pool;
 
-// A job: called once on each of the pool's nth threads with ith = 0..nth-1;
-// ith 0 is the thread that called pool_run.
+// A job: called on the thread that called pool_run (ith 0) and on each
+// worker (ith 1..nth-1) that the OS runs before the job's work is all
+// taken; a worker that is late (its core given to another process) skips
+// the job rather than hold the others up. So a job takes its work in
+// pieces from a counter it shares (atomic_fetch_add on a field of ctx),
+// never as a fixed share by ith, and returns when none is left; ith names
+// per-thread scratch only.
 typedef void (*seam_pool_fn)(void *ctx, int ith, int nth);
 
-// Starts n_threads - 1 workers (n_threads >= 1), pinned one per CPU of the
-// caller's affinity mask when there are enough CPUs, the caller to the first
-// (failures to pin are ignored). NULL with a message in e when threads
-// cannot be created.
+// Starts n_threads - 1 workers (n_threads >= 1). NULL with a message in e
+// when threads cannot be created.
 seam_pool *pool_create(int n_threads, seam_error *e);
-// Stops the workers; called from the thread that created the pool, it gives
-// that thread back the CPUs it had before (so that a later pool can pin).
+// Stops the workers.
 void pool_destroy(seam_pool *p);
 int pool_size(const seam_pool *p);
 
-// Runs fn(ctx, ith, nth) on every thread of the pool and returns when all have
-// returned. Not reentrant: one caller, one job at a time. A NULL pool runs
-// fn(ctx, 0, 1) on the calling thread.
+// Runs fn(ctx, ith, nth) on the pool's threads as above and returns when
+// every call has returned. Not reentrant: one caller, one job at a time. A
+// NULL pool runs fn(ctx, 0, 1) on the calling thread.
 void pool_run(seam_pool *p, seam_pool_fn fn, void *ctx);
 
 #endif
