@@ -350,7 +350,8 @@ static int session_open(session *s, const options *o, int n_extra) {
 // Samples up to n_max tokens after `logits`, feeding each back at pos,
 // pos+1, ...; prints text (or ids) as it goes and stops after an
 // end-of-generation token, which is fed too so that the cache holds the whole
-// turn. Returns the number of tokens sampled, or -1 on error.
+// turn. Ends the output's line. Returns the number of tokens sampled, or -1
+// on error.
 static int generate(session *s, seam_sampler *sampler, float *logits, int *pos, int n_max, bool print_ids,
                     seam_error *err) {
     const bool text = s->tok && !print_ids;
@@ -372,6 +373,10 @@ static int generate(session *s, seam_sampler *sampler, float *logits, int *pos, 
         }
         if (end) break;
     }
+    // flushed: when stdout is a pipe, the newline would otherwise wait in its
+    // buffer while the report goes to stderr, glued to the last word
+    putchar('\n');
+    fflush(stdout);
     return n;
 }
 
@@ -396,7 +401,6 @@ static int cmd_run(const options *o) {
     int pos = ss.n_prompt;
     const int n_generated = generate(&ss, &sampler, logits, &pos, o->n_predict, o->print_ids, &err);
     if (n_generated < 0) goto fail;
-    printf("\n");
     t_decode = seam_now() - t_decode;
     const double gb = (double)model_bytes_per_token(&ss.model) / 1e9;
     const int n_decoded = pos - ss.n_prompt;
@@ -476,7 +480,6 @@ static int cmd_chat(const options *o) {
         const int pos_before = pos;
         const double t1 = seam_now();
         if (generate(&ss, &sampler, logits, &pos, o->n_predict, false, &err) < 0) goto fail;
-        printf("\n");
         fprintf(stderr, "seam: turn %d: prefilled %d new tokens in %.2f s (cache held %d before), generated %d in %.2f s\n",
                 turn, n_ids, t_prefill, pos_before - n_ids, pos - pos_before, seam_now() - t1);
         // close the model's turn in the cache, so the next turn follows it

@@ -129,6 +129,21 @@ Test(cli, a_good_run_succeeds, .timeout = 120) {
     expect_success(ARGS("inspect", MODEL));
 }
 
+// With stdout and stderr in one pipe (a log file, `2>&1 | less`), the
+// report starts on a line of its own: the text's last line reaches the pipe
+// before the report does, whether or not the text ended with a newline (the
+// micro model's does not).
+Test(cli, the_report_starts_on_its_own_line, .timeout = 120) {
+    FILE *p = popen("'" SEAM "' run -m '" MODEL "' -p 'hello world' -n 4 -c 16 -t 1 2>&1", "r");
+    cr_assert(p);
+    static char all[1 << 16];
+    const size_t n = fread(all, 1, sizeof all - 1, p);
+    all[n] = '\0';
+    cr_assert(pclose(p) == 0, "seam run failed:\n%s", all);
+    const char *report = strstr(all, "seam: prefill");
+    cr_assert(report && report > all && report[-1] == '\n', "the report is glued to the text:\n%s", all);
+}
+
 Test(cli, bad_commands_and_options, .timeout = 120) {
     result r = run(ARGS(NULL));
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0 && strstr(r.err, "usage"),
