@@ -123,9 +123,9 @@ def run(cmd, timeout=1800):
 
 def seam_bench(seam, model, threads, tg, pp):
     """{'tg': tok/s, 'pp': tok/s} from one `seam bench` run: each test warmed up once, then measured once, as
-    the llama.cpp runner does."""
-    rc, out = run([seam, "bench", "-m", model, "-t", str(threads), "-n", str(tg), "-p", str(pp), "-r", "1",
-                   "-o", "json"])
+    the llama.cpp runner does. threads None: seam's default."""
+    rc, out = run([seam, "bench", "-m", model, "-n", str(tg), "-p", str(pp), "-r", "1", "-o", "json"]
+                  + ([] if threads is None else ["-t", str(threads)]))
     if rc:
         raise RuntimeError(f"seam bench failed ({rc}):\n{out[-2000:]}")
     rows = json.loads(out[out.index("["):out.rindex("]") + 1])
