@@ -192,6 +192,10 @@ void gguf_w_arr_i32(gguf_writer *w, const char *key, const int32_t *v, uint64_t 
 // Declares a tensor; returns its index. ne[0] is the row length.
 int gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims, const uint64_t *ne);
 
+// Bytes the data section of the tensors declared so far takes (each tensor
+// padded to the alignment): the file is the header plus this.
+uint64_t gguf_w_data_size(const gguf_writer *w);
+
 // Writes header, metadata, tensor table and padding to out.
 int gguf_w_begin(gguf_writer *w, FILE *out, seam_error *e);
 // Appends the next tensor's bytes (a part at a time is fine: the writer pads

@@ -222,6 +222,8 @@ static int w_pad(gguf_writer *w) {
 }
 
 // out must be at the start of the file: padding is counted from there.
+uint64_t gguf_w_data_size(const gguf_writer *w) { return w->data_size; }
+
 int gguf_w_begin(gguf_writer *w, FILE *out, seam_error *e) {
     if (w_status(w, e)) return -1;
     if (w->out) {
