@@ -4,7 +4,7 @@
 //   seam-matvec [-t THREADS] [-s GIB]
 //
 // Per weight type (random blocks, 1024-wide rows):
-//   cache  one thread, a 256-row matrix that stays in L2, run many times: the
+//   cache  one thread, a 256-row matrix that stays in L2 (cpu_speed_dot): the
 //          kernel's own speed (scalar reference and the chosen fast set), per
 //          second of the thread's CPU time
 //   memory cpu_matvec over GIB of rows on THREADS threads: the speed decode
@@ -23,8 +23,9 @@
 #include "cpu/kernels.h"
 #include "cpu/ops.h"
 #include "cpu/pool.h"
+#include "cpu/speed.h"
 
-enum { COLS = 1024, CACHE_ROWS = 256 };
+enum { COLS = 1024 };
 
 static uint64_t rng_state = 42;
 static uint64_t rng_next(void) {  // splitmix64
@@ -50,32 +51,6 @@ static seam_tensor make_matrix(uint32_t type, int64_t rows) {
         memcpy(data + (uint64_t)r * t.row_bytes, data + (uint64_t)(r % 64) * t.row_bytes, t.row_bytes);
     t.data = data;
     return t;
-}
-
-// CPU time of the calling thread: on a machine shared with other work, the
-// kernel's own speed is bytes per second of the time it actually ran.
-static double thread_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-// GB/s of one thread running each set's dot over the in-cache matrix: the
-// best of 31 short runs per set, the sets taking turns, so that the quiet
-// moments of a shared machine are found and fall on every set alike.
-static void cache_gbs(const cpu_kernels *const *sets, int n_sets, const seam_tensor *w, const void *act, float *out,
-                      double *gbs) {
-    const int iters = 50;
-    for (int i = 0; i < n_sets; i++) gbs[i] = 0;
-    for (int rep = 0; rep < 31; rep++) {
-        for (int i = 0; i < n_sets; i++) {
-            const double t = thread_seconds();
-            for (int it = 0; it < iters; it++)
-                sets[i]->dot[w->type](w->type, w->data, w->row_bytes, w->rows, act, 0, 1, w->cols, out, 0);
-            const double g = (double)w->n_bytes * iters / (thread_seconds() - t) / 1e9;
-            gbs[i] = g > gbs[i] ? g : gbs[i];
-        }
-    }
 }
 
 static int cmp_double(const void *x, const void *y) {
@@ -116,14 +91,12 @@ int main(int argc, char **argv) {
         void *act = malloc(cpu_matvec_scratch_bytes(COLS));
         cpu_quantize_input(seam_vec_dot_type(type), x, act, COLS);
 
-        seam_tensor small = make_matrix(type, CACHE_ROWS);
         const int64_t big_rows = (int64_t)(gib * (1 << 30) / (double)ggml_row_bytes(type, COLS));
         seam_tensor big = make_matrix(type, big_rows);
         float *out = malloc(sizeof(float) * (size_t)big_rows);
-        if (!small.data || !big.data || !out || !act) return fprintf(stderr, "seam-matvec: out of memory\n"), 1;
-
         double gbs[CPU_KERNEL_SETS];
-        cache_gbs(sets, n_sets, &small, act, out, gbs);
+        if (!big.data || !out || !act || cpu_speed_dot(type, sets, n_sets, gbs))
+            return fprintf(stderr, "seam-matvec: out of memory\n"), 1;
         printf("  %-5s", ggml_type_name(type));
         for (int i = 0; i < n_sets; i++) printf(" %9.1f GB/s", gbs[i]);
         double mem[5];
@@ -135,7 +108,6 @@ int main(int argc, char **argv) {
         }
         qsort(mem, 5, sizeof mem[0], cmp_double);
         printf(" %11.1f GB/s\n", mem[2]);
-        munmap((void *)small.data, small.n_bytes);
         munmap((void *)big.data, big.n_bytes);
         free(out), free(act);
     }

@@ -83,40 +83,11 @@ static void usage(FILE *f) {
             "(e.g. -t 1,2  -p 128,512  -ngl 0-28+4). Every combination is run.\n");
 }
 
-// "1,2", "0-28+4": the values, each in lo..hi.
 static int parse_list(const char *flag, const char *s, int lo, int hi, int_list *out) {
-    out->n = 0;
-    if (!s || !*s) return fprintf(stderr, "seam bench: %s wants a list such as 1,2 or 0-8+2\n", flag), -1;
-    for (const char *p = s; *p;) {
-        char *end;
-        errno = 0;
-        long first = strtol(p, &end, 10), last = first, step = 1;
-        if (end == p || errno) goto bad;
-        p = end;
-        if (*p == '-') {
-            last = strtol(p + 1, &end, 10);
-            if (end == p + 1 || errno) goto bad;
-            p = end;
-            if (*p == '+') {
-                step = strtol(p + 1, &end, 10);
-                if (end == p + 1 || errno || step < 1) goto bad;
-                p = end;
-            }
-        }
-        if (*p == ',' && p[1]) p++;
-        else if (*p) goto bad;
-        if (first < lo || last > hi || first > last)
-            return fprintf(stderr, "seam bench: %s values must be in %d..%d (got '%s')\n", flag, lo, hi, s), -1;
-        for (long x = first; x <= last; x += step) {
-            if (out->n == MAX_LIST)
-                return fprintf(stderr, "seam bench: %s lists at most %d values\n", flag, MAX_LIST), -1;
-            out->v[out->n++] = (int)x;
-        }
-    }
+    seam_error e;
+    if (seam_parse_int_list(flag, s, lo, hi, out->v, MAX_LIST, &out->n, &e))
+        return fprintf(stderr, "seam bench: %s\n", e.msg), -1;
     return 0;
-bad:
-    return fprintf(stderr, "seam bench: %s wants comma-separated values or first-last[+step] (got '%s')\n", flag, s),
-           -1;
 }
 
 static int parse_bench_options(int argc, char **argv, bench_options *o) {

@@ -42,6 +42,11 @@ static inline uint64_t seam_align_up(uint64_t x, uint64_t alignment) {
     return (x + alignment - 1) / alignment * alignment;
 }
 
+// A list of integers, each in lo..hi: comma-separated values or ranges
+// first-last[+step] ("1,2", "0-28+4"), at most max of them into v (*n).
+// flag names the option in the message.
+int seam_parse_int_list(const char *flag, const char *s, int lo, int hi, int *v, int max, int *n, seam_error *e);
+
 // Monotonic wall clock in seconds.
 double seam_now(void);
 

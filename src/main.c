@@ -23,6 +23,9 @@
 
 #include "bench.h"
 #include "gpu_segment.h"
+#include "hw.h"
+#include "predict.h"
+#include "shape.h"
 
 // ---------------------------------------------------------------- options
 
@@ -33,7 +36,13 @@ typedef struct {
     int n_predict;          // -n
     int n_ctx;              // -c
     int n_threads;          // -t
-    int gpu_layers;         // -ngl; -1 = auto
+    int gpu_layers;         // -ngl; -1 = auto (the first of the list for plan)
+    int ngl_list[64];       // plan: -ngl 0-48+4, every count to plan and predict
+    int n_ngl;
+    bool threads_set;       // -t given (plan --hw: else the profile's threads)
+    const char *hw;         // plan --hw: a hardware profile to predict the speed on
+    const char *shape_path; // plan --shape: a shape file instead of -m
+    const char *json_path;  // plan --json: the predictions as JSON
     uint64_t gpu_mem;       // --gpu-mem: plan for a GPU of this many bytes
     int head;               // --head: -1 = with the last layer, DEV_CPU, DEV_GPU
     seam_overflow overflow; // --overflow: how the layers past -ngl run
@@ -91,7 +100,14 @@ static void usage(FILE *f) {
             "  seam inspect FILE\n"
             "  seam logits -m FILE (--tokens IDS | -p TEXT) -o OUT.f32 [-c N]\n"
             "  seam tokenize -m FILE TEXT\n"
-            "  seam plan -m FILE [-ngl N|auto] [-c N] [--gpu-mem SIZE] [--head cpu|gpu] [--overflow MODE] [--n-cpu-moe N]\n");
+            "  seam plan -m FILE [-ngl N|auto] [-c N] [--gpu-mem SIZE] [--head cpu|gpu] [--overflow MODE] [--n-cpu-moe N]\n"
+            "\n"
+            "plan also predicts decode speed on a hardware profile (models/hw/*.hw, or 'this' = this CPU measured now):\n"
+            "  seam plan (-m FILE | --shape FILE.shape) -ngl LIST --hw PROFILE [-t N] [-c N] [--json FILE]\n"
+            "      --hw PROFILE        predict tok/s and where the time of a token goes, per -ngl value\n"
+            "      --shape FILE        the model of a shape file (models/*.shape), as seam-synth would write it\n"
+            "      --json FILE         the predictions as JSON ('-' = stdout)\n"
+            "  (-ngl takes a list there: 0,20,44,48 or 0-48+4; -c is the KV cache's fill; -t [the profile's threads])\n");
 }
 
 static int parse_long(const char *flag, const char *v, long lo, long hi, long *out) {
@@ -146,11 +162,13 @@ static int parse_options(int argc, char **argv, options *o) {
             o->n_ctx = (int)x, i++;
         } else if (IS("-t") || IS("--threads")) {
             if (parse_long(a, v, 1, 256, &x)) return -1;
-            o->n_threads = (int)x, i++;
+            o->n_threads = (int)x, o->threads_set = true, i++;
         } else if (IS("-ngl") || IS("--gpu-layers")) {
-            if (v && !strcmp(v, "auto")) o->gpu_layers = -1;
-            else if (parse_long(a, v, 0, 100000, &x)) return -1;
-            else o->gpu_layers = (int)x;
+            seam_error err;
+            if (v && !strcmp(v, "auto")) o->gpu_layers = -1, o->n_ngl = 0;
+            else if (seam_parse_int_list(a, v, 0, 100000, o->ngl_list, 64, &o->n_ngl, &err))
+                return fprintf(stderr, "seam: %s\n", err.msg), -1;
+            else o->gpu_layers = o->ngl_list[0];
             i++;
         } else if (IS("--gpu-mem")) {
             if (!v || plan_parse_bytes(v, &o->gpu_mem) || o->gpu_mem == 0)
@@ -194,6 +212,9 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (IS("--timeline")) {
             if (!v) return fprintf(stderr, "seam: --timeline wants a file\n"), -1;
             o->timeline_path = v, i++;
+        } else if (IS("--hw") || IS("--shape") || IS("--json")) {
+            if (!v) return fprintf(stderr, "seam: %s wants %s\n", a, IS("--hw") ? "a profile" : "a file"), -1;
+            *(IS("--hw") ? &o->hw : IS("--shape") ? &o->shape_path : &o->json_path) = v, i++;
         } else if (IS("--ids")) {
             o->print_ids = 1;
         } else if (a[0] != '-' && !o->positional) {
@@ -565,14 +586,62 @@ static int cmd_tokenize(const options *o) {
 
 // ---------------------------------------------------------------- plan
 
+// The plan of each -ngl value for the profile's GPU, and the predicted
+// speed of a decoded token with the KV cache filled to -c.
+static int plan_predict(const options *o, const seam_model *m, const char *label) {
+    seam_error err = {{0}};
+    hw_profile hw;
+    const int threads = o->threads_set ? o->n_threads : 0;
+    if (!strcmp(o->hw, "this")) {
+        fprintf(stderr, "seam plan: measuring this machine (memory probe, kernels)...\n");
+        if (hw_measure_cpu(&hw, o->n_threads, &err))
+            return fprintf(stderr, "seam: %s\n", err.msg), 1;
+        fprintf(stderr, "# profile 'this', measured now:\n");
+        hw_write(&hw, stderr);
+    } else if (hw_load(&hw, o->hw, &err)) {
+        return fprintf(stderr, "seam: %s\n", err.msg), 1;
+    }
+    seam_plan_request req = {.n_cpu_moe = o->n_cpu_moe, .cpu_moe = o->cpu_moe, .head = o->head,
+                             .overflow = o->overflow, .n_ctx = o->n_ctx};
+    const double cards = hw.set[HW_GPU_COUNT] ? hw.v[HW_GPU_COUNT] : 1;
+    req.gpu_budget = o->gpu_mem ? o->gpu_mem : hw.has_gpu ? (uint64_t)(cards * hw.v[HW_GPU_MEM_GIB] * 1073741824.0) : 0;
+    FILE *json = !o->json_path ? NULL : strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
+    if (o->json_path && !json) return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), 1;
+    if (json) fprintf(json, "{\"model\": \"%s\", \"hw\": \"%s\", \"n_ctx\": %d, \"predictions\": [", label, hw.name, o->n_ctx);
+    printf("prediction on '%s' (%s): %s, KV cache filled to %d positions\n", hw.name, hw.path, label, o->n_ctx);
+    predict_print_header(stdout);
+    int rc = 0, written = 0;
+    const int n = o->n_ngl ? o->n_ngl : 1;
+    for (int i = 0; i < n; i++) {
+        req.gpu_layers = o->n_ngl ? o->ngl_list[i] : o->gpu_layers;
+        seam_plan p;
+        seam_prediction pr;
+        if (plan_make(&p, m, &req, &err) || predict_token(m, &p, &hw, threads, o->n_ctx, &pr, &err)) {
+            fprintf(stderr, "seam plan: -ngl %d: %s\n", req.gpu_layers, err.msg);
+            rc = 1;
+            continue;
+        }
+        plan_print(&p, stderr);
+        predict_print(&pr, stdout);
+        if (json) fprintf(json, "%s\n  ", written++ ? "," : ""), predict_write_json(&pr, json);
+    }
+    if (json) fprintf(json, "\n]}\n");
+    if (json && json != stdout && fclose(json)) return fprintf(stderr, "seam: writing %s failed\n", o->json_path), 1;
+    return rc;
+}
+
 static int cmd_plan(const options *o) {
     const char *path = o->model_path ? o->model_path : o->positional;
-    if (!path) return fprintf(stderr, "seam plan: -m FILE is required\n"), 2;
+    if (!path && !o->shape_path) return fprintf(stderr, "seam plan: -m FILE (or --shape FILE.shape) is required\n"), 2;
+    if (path && o->shape_path) return fprintf(stderr, "seam plan: give -m FILE or --shape FILE.shape, not both\n"), 2;
+    if (!o->hw && (o->n_ngl > 1 || o->json_path))
+        return fprintf(stderr, "seam plan: a list of -ngl values and --json are for predictions: add --hw PROFILE\n"), 2;
     seam_error err = {{0}};
     seam_model m;
-    if (model_load(&m, path, &err)) return fprintf(stderr, "seam: %s\n", err.msg), 1;
+    if (o->shape_path ? shape_model(o->shape_path, &m, &err) : model_load(&m, path, &err))
+        return fprintf(stderr, "seam: %s\n", err.msg), 1;
     seam_plan p;
-    const int rc = make_plan(o, &m, false, &p);
+    const int rc = o->hw ? plan_predict(o, &m, o->shape_path ? o->shape_path : path) : make_plan(o, &m, false, &p);
     model_free(&m);
     return rc ? 1 : 0;
 }
@@ -663,6 +732,10 @@ int main(int argc, char **argv) {
     options o;
     if (parse_options(argc - 2, argv + 2, &o)) return 2;
     const bool takes_file = !strcmp(cmd, "inspect") || !strcmp(cmd, "tokenize") || !strcmp(cmd, "plan");
+    if ((o.n_ngl > 1 || o.hw || o.shape_path || o.json_path) && strcmp(cmd, "plan")) {
+        fprintf(stderr, "seam %s: a list of -ngl values, --hw, --shape and --json are seam plan's\n", cmd);
+        return 2;
+    }
     if (o.positional && !takes_file) {
         fprintf(stderr, "seam %s: unexpected argument '%s' (see seam --help)\n", cmd, o.positional);
         return 2;

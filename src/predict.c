@@ -1,0 +1,286 @@
+// predict.c — the roofline of one decoded token (predict.h).
+#include "predict.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "engine.h"
+
+const char *const predict_part_name[PART_COUNT] = {"embedding", "launch", "GPU layers", "CPU layers", "head",
+                                                   "crossings"};
+const char *const predict_lane_name[LANE_COUNT] = {"CPU", "bus", "GPU"};
+
+// Bytes one token reads of a layer, per weight type: the tensors outside
+// the routed experts (shared) and the active share of the experts.
+typedef struct {
+    uint64_t shared[GGML_TYPE_COUNT];
+    uint64_t experts[GGML_TYPE_COUNT];
+} layer_reads;
+
+static void add_tensor(uint64_t *by_type, const seam_tensor *t, uint64_t num, uint64_t den) {
+    if (t->data) by_type[t->type] += t->n_bytes / den * num;
+}
+
+static void read_layer(const seam_model *m, int il, layer_reads *r) {
+    const seam_layer_weights *l = &m->w.layers[il];
+    const seam_config *c = &m->cfg;
+    memset(r, 0, sizeof *r);
+    const seam_tensor *shared[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->bq, &l->bk, &l->bv,
+                                   &l->q_norm, &l->k_norm, &l->wo, &l->attn_post_norm, &l->ffn_norm,
+                                   &l->w_gate, &l->w_up, &l->w_down, &l->ffn_post_norm, &l->ffn_gate_inp};
+    for (size_t i = 0; i < sizeof shared / sizeof *shared; i++) add_tensor(r->shared, shared[i], 1, 1);
+    if (c->n_expert) {
+        const seam_tensor *routed[] = {&l->ffn_gate_exps, &l->ffn_up_exps, &l->ffn_down_exps};
+        for (size_t i = 0; i < 3; i++) add_tensor(r->experts, routed[i], (uint64_t)c->n_expert_used, (uint64_t)c->n_expert);
+    }
+}
+
+static uint64_t sum_types(const uint64_t *by_type) {
+    uint64_t s = 0;
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) s += by_type[t];
+    return s;
+}
+
+int predict_layer_kernels(const seam_config *c) {
+    // gpu_segment.c's layer_forward: a matvec is two kernels (the input's
+    // quantisation, then the dots)
+    int k = 1 + 3 * 2 + (c->qkv_bias ? 3 : 0) + (c->qk_norm ? 2 : 0) + 2 + (c->q_scale != 1.0f) + 2 + 2 +
+            (c->post_norms ? 1 : 0) + 1 + 1;
+    if (c->n_expert) k += 1 + 1 + 1 + 6 * c->n_expert_used + 1;  // router, route, quantise, per expert, sum
+    else k += 2 * 2 + 1 + 2 + (c->post_norms ? 1 : 0) + 1;
+    return k;
+}
+
+// Pool jobs of engine.c's CPU layer: q/k/v as one, attention, the output
+// projection, then gate/up as one and down (per chosen expert, after the router).
+static int layer_jobs(const seam_config *c) { return c->n_expert ? 4 + 2 * c->n_expert_used : 5; }
+
+typedef struct {
+    const hw_profile *hw;
+    const seam_config *c;
+    int threads;
+    double cpu_gbs;  // read bandwidth on `threads`
+    double gpu_gbs;  // peak * efficiency
+    double kv_per_pos;  // bytes of K and V of one position of one layer
+} ctx;
+
+static double hw_get(const hw_profile *hw, hw_key k, double def) { return hw->set[k] ? hw->v[k] : def; }
+
+// Positions layer il attends over at this fill (a sliding layer: its window).
+static int attended(const seam_config *c, int il, int fill) {
+    return c->layer_swa[il] && c->n_swa > 0 && fill > c->n_swa ? c->n_swa : fill;
+}
+
+// The CPU reading `by_type` bytes of weights: per type, the slower of the
+// memory and the dot kernels on the threads.
+static double cpu_weights_us(const ctx *x, const uint64_t *by_type) {
+    double us = 0;
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) {
+        if (!by_type[t]) continue;
+        const double mem = by_type[t] / x->cpu_gbs, dot = x->hw->cpu_dot_gbs[t];
+        const double cmp = dot > 0 ? by_type[t] / (x->threads * dot) : 0;
+        us += 1e-3 * (mem > cmp ? mem : cmp);  // bytes / (GB/s) = ns
+    }
+    return us;
+}
+
+static double cpu_attention_us(const ctx *x, int il, int fill) {
+    const seam_config *c = x->c;
+    const int n = attended(c, il, fill);
+    const double mem = n * x->kv_per_pos / x->cpu_gbs;
+    const double attn = hw_get(x->hw, HW_CPU_ATTN_GBS, 0);
+    const int lanes = x->threads < c->n_heads ? x->threads : c->n_heads;
+    // each query head reads its KV head's K and V rows (f16)
+    const double cmp = attn > 0 ? (double)c->n_heads * n * c->head_dim * 2 * sizeof(uint16_t) / (lanes * attn) : 0;
+    return 1e-3 * (mem > cmp ? mem : cmp);
+}
+
+static double jobs_us(const ctx *x, int jobs) {
+    return x->threads > 1 ? jobs * hw_get(x->hw, HW_CPU_JOB_US, 0) : 0;
+}
+
+static double gpu_layer_us(const ctx *x, uint64_t weight_bytes, double weight_gbs, int il, int fill) {
+    const double kv = attended(x->c, il, fill) * x->kv_per_pos;
+    const int kernels = (int)hw_get(x->hw, HW_GPU_KERNELS_PER_LAYER, predict_layer_kernels(x->c));
+    return 1e-3 * (weight_bytes / weight_gbs + kv / x->gpu_gbs) + kernels * x->hw->v[HW_GPU_KERNEL_US];
+}
+
+static double crossing_us(const ctx *x, uint64_t bytes) {
+    return x->hw->v[HW_PCIE_US] + 1e-3 * bytes / x->hw->v[HW_PCIE_GBS];
+}
+
+static void step(seam_prediction *pr, predict_lane lane, predict_part part, uint64_t bytes, double us, const char *fmt,
+                 int a, int b) {
+    if (pr->n_steps == PREDICT_MAX_STEPS) return;  // more than any plan makes: the totals below stay right
+    predict_step *s = &pr->step[pr->n_steps++];
+    *s = (predict_step){.lane = lane, .part = part, .bytes = bytes, .us = us};
+    snprintf(s->what, sizeof s->what, fmt, a, b);
+}
+
+// Consecutive layers of one kind, summed into one step.
+typedef struct {
+    int first, last;
+    uint64_t bytes;
+    double us;
+} run;
+
+static void flush(seam_prediction *pr, run *r, predict_lane lane, predict_part part, const char *label) {
+    if (r->first < 0) return;
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "%s %%d..%%d", label);
+    step(pr, lane, part, r->bytes, r->us, fmt, r->first, r->last);
+    *r = (run){-1, -1, 0, 0};
+}
+
+static void extend(run *r, int il, uint64_t bytes, double us) {
+    if (r->first < 0) r->first = il;
+    r->last = il, r->bytes += bytes, r->us += us;
+}
+
+int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw, int n_threads, int fill,
+                  seam_prediction *pr, seam_error *e) {
+    const seam_config *c = &m->cfg;
+    const int L = c->n_layers, computed = plan_gpu_computed_layers(p);
+    const bool uses_gpu = computed > 0 || p->head == DEV_GPU;
+    if (!hw->has_cpu)
+        return seam_fail(e, "profile '%s' gives no CPU figures (cpu_threads, cpu_read_gbs), which every token "
+                            "needs (the embedding row at least)", hw->name);
+    if (uses_gpu && !hw->has_gpu)
+        return seam_fail(e, "profile '%s' has no GPU, and this plan puts %d layers%s on one", hw->name, computed,
+                         p->head == DEV_GPU ? " and the head" : "");
+    if (fill < 1) return seam_fail(e, "the KV fill must be at least one position");
+    if (n_threads < 1) n_threads = (int)hw->v[HW_CPU_THREADS];
+    memset(pr, 0, sizeof *pr);
+    pr->gpu_layers = p->gpu_layers, pr->n_layers = L, pr->n_threads = n_threads, pr->fill = fill;
+    pr->overflow = p->overflow, pr->head = p->head;
+
+    // read bandwidth on n threads: the measured figure at cpu_threads, one
+    // thread's figure times n below it (or a share of the whole)
+    const double prof_t = hw->v[HW_CPU_THREADS], full = hw->v[HW_CPU_READ_GBS];
+    double cpu_gbs = full;
+    if (n_threads < prof_t)
+        cpu_gbs = hw->set[HW_CPU_READ_GBS_1] ? n_threads * hw->v[HW_CPU_READ_GBS_1] : full * n_threads / prof_t;
+    if (cpu_gbs > full) cpu_gbs = full;
+    const ctx x = {.hw = hw, .c = c, .threads = n_threads, .cpu_gbs = cpu_gbs,
+                   .gpu_gbs = hw->v[HW_GPU_PEAK_GBS] * hw->v[HW_GPU_EFFICIENCY],
+                   .kv_per_pos = (double)engine_kv_bytes(c, 1) / L};
+
+    const uint64_t hidden = (uint64_t)c->n_embd * sizeof(float);
+    const seam_tensor *emb = &m->w.tok_embd;
+    step(pr, LANE_CPU, PART_EMBED, emb->row_bytes, 1e-3 * emb->row_bytes / cpu_gbs, "embedding row", 0, 0);
+
+    // the GPU's layers: resident ones, and (mapped, stream) the overflow;
+    // experts kept on the CPU (--n-cpu-moe) cross to it and back
+    if (uses_gpu) step(pr, LANE_CPU, PART_LAUNCH, 0, hw->v[HW_LAUNCH_US], "launch the GPU segment", 0, 0);
+    if (computed > 0) step(pr, LANE_BUS, PART_CROSSING, hidden, crossing_us(&x, hidden), "H2D hidden state", 0, 0);
+    const int cards = (int)hw_get(hw, HW_GPU_COUNT, 1);
+    run res = {-1, -1, 0, 0}, cpu_exp = {-1, -1, 0, 0};
+    double stream_copy = 0, stream_compute = 0;
+    uint64_t stream_bytes = 0;
+    int n_cpu_experts = 0;
+    for (int il = 0; il < computed; il++) {
+        layer_reads r;
+        read_layer(m, il, &r);
+        const bool experts_here = p->experts[il] == DEV_GPU || p->layer[il] != DEV_GPU;
+        const uint64_t on_gpu = sum_types(r.shared) + (experts_here ? sum_types(r.experts) : 0);
+        if (il >= p->gpu_layers && p->overflow == OVERFLOW_STREAM) {
+            // the whole layer is copied (every expert), its compute waits for it
+            stream_copy += 1e-3 * model_layer_bytes(m, il) / hw->v[HW_PCIE_GBS];
+            stream_compute += gpu_layer_us(&x, on_gpu, x.gpu_gbs, il, fill);
+            stream_bytes += model_layer_bytes(m, il);
+            continue;
+        }
+        const bool mapped = il >= p->gpu_layers;  // OVERFLOW_MAPPED: its kernels read host memory
+        // a card boundary: the hidden state goes through the host to the next card
+        if (cards > 1 && il > 0 && il % ((p->gpu_layers + cards - 1) / cards) == 0 && !mapped) {
+            flush(pr, &res, LANE_GPU, PART_GPU_LAYERS, "layers");
+            step(pr, LANE_BUS, PART_CROSSING, hidden, crossing_us(&x, hidden), "D2H hidden state (to the next card)", 0, 0);
+            step(pr, LANE_BUS, PART_CROSSING, hidden, crossing_us(&x, hidden), "H2D hidden state (from the last card)", 0, 0);
+        }
+        if (mapped && res.first >= 0 && res.last < p->gpu_layers) flush(pr, &res, LANE_GPU, PART_GPU_LAYERS, "layers");
+        extend(&res, il, on_gpu, gpu_layer_us(&x, on_gpu, mapped ? hw->v[HW_PCIE_GBS] : x.gpu_gbs, il, fill));
+        if (!experts_here) {
+            extend(&cpu_exp, il, sum_types(r.experts), cpu_weights_us(&x, r.experts) + jobs_us(&x, 2 * c->n_expert_used));
+            n_cpu_experts++;
+        }
+    }
+    flush(pr, &res, LANE_GPU, PART_GPU_LAYERS, p->overflow == OVERFLOW_MAPPED ? "layers (mapped past -ngl)" : "layers");
+    if (stream_bytes) {
+        const double us = stream_copy > stream_compute ? stream_copy : stream_compute;
+        step(pr, LANE_GPU, PART_GPU_LAYERS, stream_bytes, us, "layers %d..%d streamed in (copy and compute overlap)",
+             p->gpu_layers, L - 1);
+    }
+    if (n_cpu_experts) {
+        step(pr, LANE_BUS, PART_CROSSING, hidden * n_cpu_experts, n_cpu_experts * crossing_us(&x, hidden),
+             "D2H hidden state to the CPU's experts (x%d)", n_cpu_experts, 0);
+        flush(pr, &cpu_exp, LANE_CPU, PART_CPU_LAYERS, "experts of layers");
+        step(pr, LANE_BUS, PART_CROSSING, hidden * n_cpu_experts, n_cpu_experts * crossing_us(&x, hidden),
+             "H2D experts' output back (x%d)", n_cpu_experts, 0);
+    }
+
+    // the CPU's layers, then the head
+    const bool cpu_after = computed < L || p->head == DEV_CPU;
+    if (computed > 0 && cpu_after) step(pr, LANE_BUS, PART_CROSSING, hidden, crossing_us(&x, hidden), "D2H hidden state", 0, 0);
+    run cpu = {-1, -1, 0, 0};
+    for (int il = computed; il < L; il++) {
+        layer_reads r;
+        read_layer(m, il, &r);
+        const uint64_t bytes = sum_types(r.shared) + sum_types(r.experts);
+        const double us = cpu_weights_us(&x, r.shared) + cpu_weights_us(&x, r.experts) + cpu_attention_us(&x, il, fill) +
+                          jobs_us(&x, layer_jobs(c));
+        extend(&cpu, il, bytes + (uint64_t)(attended(c, il, fill) * x.kv_per_pos), us);
+    }
+    flush(pr, &cpu, LANE_CPU, PART_CPU_LAYERS, "layers");
+    uint64_t head_types[GGML_TYPE_COUNT] = {0};
+    add_tensor(head_types, &m->w.output_norm, 1, 1);
+    add_tensor(head_types, &m->w.output, 1, 1);
+    const uint64_t head_bytes = sum_types(head_types), logits = (uint64_t)c->n_vocab * sizeof(float);
+    if (p->head == DEV_GPU) {
+        if (computed < L) step(pr, LANE_BUS, PART_CROSSING, hidden, crossing_us(&x, hidden), "H2D hidden state", 0, 0);
+        step(pr, LANE_GPU, PART_HEAD, head_bytes, 1e-3 * head_bytes / x.gpu_gbs + 3 * hw->v[HW_GPU_KERNEL_US],
+             "output head", 0, 0);
+        step(pr, LANE_BUS, PART_CROSSING, logits, crossing_us(&x, logits), "D2H logits", 0, 0);
+    } else {
+        step(pr, LANE_CPU, PART_HEAD, head_bytes, cpu_weights_us(&x, head_types) + jobs_us(&x, 1), "output head", 0, 0);
+    }
+
+    for (int i = 0; i < pr->n_steps; i++) {
+        pr->part_us[pr->step[i].part] += pr->step[i].us;
+        pr->token_us += pr->step[i].us;
+        if (pr->step[i].lane == LANE_GPU) pr->gpu_busy_us += pr->step[i].us;
+    }
+    pr->gpu_idle_us = uses_gpu ? pr->token_us - pr->gpu_busy_us : 0;
+    pr->tok_s = 1e6 / pr->token_us;
+    return 0;
+}
+
+void predict_print_header(FILE *out) {
+    fprintf(out, "%5s %-7s %-4s %8s %9s | %9s %9s %9s %9s %9s %9s | %9s\n", "ngl", "place", "head", "tok/s", "ms/token",
+            "GPU lay", "CPU lay", "head", "crossing", "launch", "embed", "GPU idle");
+}
+
+void predict_print(const seam_prediction *pr, FILE *out) {
+    static const char *DEV[DEV_COUNT] = {"CPU", "GPU"};
+    fprintf(out, "%5d %-7s %-4s %8.2f %9.3f | %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f | %9.3f\n", pr->gpu_layers,
+            plan_overflow_name[pr->overflow], DEV[pr->head], pr->tok_s, pr->token_us / 1e3,
+            pr->part_us[PART_GPU_LAYERS] / 1e3, pr->part_us[PART_CPU_LAYERS] / 1e3, pr->part_us[PART_HEAD] / 1e3,
+            pr->part_us[PART_CROSSING] / 1e3, pr->part_us[PART_LAUNCH] / 1e3, pr->part_us[PART_EMBED] / 1e3,
+            pr->gpu_idle_us / 1e3);
+}
+
+void predict_write_json(const seam_prediction *pr, FILE *out) {
+    static const char *DEV[DEV_COUNT] = {"cpu", "gpu"};
+    fprintf(out,
+            "{\"n_gpu_layers\": %d, \"n_layers\": %d, \"overflow\": \"%s\", \"head\": \"%s\", \"n_threads\": %d, "
+            "\"fill\": %d, \"tok_s\": %.4f, \"token_us\": %.3f, \"gpu_busy_us\": %.3f, \"gpu_idle_us\": %.3f, \"parts_us\": {",
+            pr->gpu_layers, pr->n_layers, plan_overflow_name[pr->overflow], DEV[pr->head], pr->n_threads, pr->fill,
+            pr->tok_s, pr->token_us, pr->gpu_busy_us, pr->gpu_idle_us);
+    for (int k = 0; k < PART_COUNT; k++) fprintf(out, "%s\"%s\": %.3f", k ? ", " : "", predict_part_name[k], pr->part_us[k]);
+    fprintf(out, "}, \"steps\": [");
+    for (int i = 0; i < pr->n_steps; i++) {
+        const predict_step *s = &pr->step[i];
+        fprintf(out, "%s{\"lane\": \"%s\", \"part\": \"%s\", \"what\": \"%s\", \"bytes\": %" PRIu64 ", \"us\": %.3f}",
+                i ? ", " : "", predict_lane_name[s->lane], predict_part_name[s->part], s->what, s->bytes, s->us);
+    }
+    fprintf(out, "]}");
+}
