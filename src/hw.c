@@ -13,7 +13,7 @@
 #include "cpu/speed.h"
 
 const char *const hw_key_name[HW_KEYS] = {
-    "cpu_threads", "cpu_read_gbs", "cpu_read_gbs_1", "cpu_attn_gbs", "cpu_job_us",
+    "cpu_threads", "cpu_read_gbs", "cpu_read_gbs_1", "cpu_attn_gbs", "cpu_call_us", "cpu_llc_mib",
     "gpu_mem_gib", "gpu_peak_gbs", "gpu_efficiency", "gpu_kernel_us", "gpu_kernels_per_layer", "gpu_count",
     "launch_us", "pcie_gbs", "pcie_us",
 };
@@ -23,7 +23,8 @@ static const char *const SOURCES[] = {"measured", "published", "derived", "fitte
 // Which group a key belongs to, and whether the group needs it.
 static bool is_gpu_key(hw_key k) { return k >= HW_GPU_MEM_GIB; }
 static bool is_optional(hw_key k) {
-    return k == HW_CPU_READ_GBS_1 || k == HW_CPU_ATTN_GBS || k == HW_CPU_JOB_US || k == HW_GPU_KERNELS_PER_LAYER ||
+    return k == HW_CPU_THREADS || k == HW_CPU_READ_GBS_1 || k == HW_CPU_ATTN_GBS || k == HW_CPU_CALL_US || k == HW_CPU_LLC_MIB ||
+           k == HW_GPU_KERNELS_PER_LAYER ||
            k == HW_GPU_COUNT;
 }
 static bool is_count(hw_key k) { return k == HW_CPU_THREADS || k == HW_GPU_KERNELS_PER_LAYER || k == HW_GPU_COUNT; }
@@ -94,13 +95,17 @@ int hw_parse(hw_profile *hw, const char *text, const char *label, seam_error *e)
                              "%s: '%s' has no source: end the line with '# measured: ...', '# published: ...', "
                              "'# derived: ...' or '# fitted: ...'",
                              where, key);
-        if (!strncmp(key, "cpu_dot_gbs.", 12)) {  // cpu_dot_gbs.Q4_K
+        const bool rate = !strncmp(key, "cpu_dot_gbs.", 12), row = !strncmp(key, "cpu_dot_row_ns.", 15),
+                   stream = !strncmp(key, "cpu_stream_gbs.", 15);
+        if (rate || row || stream) {  // cpu_dot_gbs.Q4_K, cpu_dot_row_ns.Q4_K, cpu_stream_gbs.Q4_K
+            const char *tname = strchr(key, '.') + 1;
             int type = -1;
             for (int t = 0; t < GGML_TYPE_COUNT && type < 0; t++)
-                if (!strcasecmp(key + 12, ggml_type_name((uint32_t)t))) type = t;
+                if (!strcasecmp(tname, ggml_type_name((uint32_t)t))) type = t;
             if (type < 0) return seam_fail(e, "%s: unknown weight type in '%s' (e.g. cpu_dot_gbs.Q4_K)", where, key);
-            if (hw->cpu_dot_gbs[type] > 0) return seam_fail(e, "%s: '%s' given twice", where, key);
-            if (check_value(key, false, false, val, &hw->cpu_dot_gbs[type], where, e)) return -1;
+            double *slot = rate ? &hw->cpu_dot_gbs[type] : row ? &hw->cpu_dot_row_ns[type] : &hw->cpu_stream_gbs[type];
+            if (*slot > 0) return seam_fail(e, "%s: '%s' given twice", where, key);
+            if (check_value(key, false, false, val, slot, where, e)) return -1;
             snprintf(hw->dot_source, sizeof hw->dot_source, "%s", src);
             continue;
         }
@@ -119,14 +124,14 @@ int hw_parse(hw_profile *hw, const char *text, const char *label, seam_error *e)
         if (is_gpu_key((hw_key)k)) hw->has_gpu = true;
         else hw->has_cpu = true;
     }
-    for (int t = 0; t < GGML_TYPE_COUNT; t++) hw->has_cpu |= hw->cpu_dot_gbs[t] > 0;
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) hw->has_cpu |= hw->cpu_dot_gbs[t] > 0 || hw->cpu_stream_gbs[t] > 0;
     if (!hw->has_cpu && !hw->has_gpu) return seam_fail(e, "%s: describes neither a CPU nor a GPU", label);
     for (int k = 0; k < HW_KEYS; k++) {
         const bool needed = is_gpu_key((hw_key)k) ? hw->has_gpu : hw->has_cpu;
         if (needed && !is_optional((hw_key)k) && !hw->set[k])
             return seam_fail(e, "%s: missing key '%s' (a profile with a %s gives all of its %s keys)", label,
                              hw_key_name[k], is_gpu_key((hw_key)k) ? "GPU" : "CPU",
-                             is_gpu_key((hw_key)k) ? "gpu_*, launch_us and pcie_*" : "cpu_threads and cpu_read_gbs");
+                             is_gpu_key((hw_key)k) ? "gpu_*, launch_us and pcie_*" : "cpu_read_gbs");
     }
     if (hw->set[HW_CPU_READ_GBS_1] && hw->v[HW_CPU_READ_GBS_1] > hw->v[HW_CPU_READ_GBS] * 1.5)
         return seam_fail(e, "%s: cpu_read_gbs_1 (%g) is far above cpu_read_gbs (%g): more threads never read slower",
@@ -166,56 +171,78 @@ int hw_load(hw_profile *hw, const char *name_or_path, seam_error *e) {
     return hw_parse(hw, text, path, e);
 }
 
+// The weight types a Q4_K_M file (and the synthetic ones) holds.
+static const uint32_t TYPES[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
+                                 GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K};
+
+static void set_measured(hw_profile *hw, hw_key k, double v, const char *when, const char *how) {
+    hw->v[k] = v;
+    hw->set[k] = true;
+    snprintf(hw->source[k], HW_SOURCE_LEN, "measured: %s, %s", when, how);
+}
+
 int hw_measure_cpu(hw_profile *hw, int n_threads, seam_error *e) {
     memset(hw, 0, sizeof *hw);
     snprintf(hw->name, sizeof hw->name, "this");
     snprintf(hw->path, sizeof hw->path, "(measured now)");
-    char when[64], src[HW_SOURCE_LEN];
+    char when[64], how[160];
     const time_t now = time(NULL);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&now));
+    // the read probe on one thread and on all of them; the kernels streaming
+    // from memory and the pool's cost per job on all of them
     membw_result r;
-    for (int pass = 0; pass < 2; pass++) {
-        const int t = pass == 0 ? 1 : n_threads;
-        if (pass == 1 && n_threads == 1) break;
-        seam_pool *pool = t > 1 ? pool_create(t, e) : NULL;
-        if (t > 1 && !pool) return -1;
-        const int rc = membw_measure(pool, 256u << 20, 5, &r, e);
-        if (pass == 1 && rc == 0) {
-            hw->v[HW_CPU_JOB_US] = cpu_speed_pool_job(pool);
-            hw->set[HW_CPU_JOB_US] = true;
-            snprintf(hw->source[HW_CPU_JOB_US], HW_SOURCE_LEN,
-                     "measured: %s, an empty job on %d threads, median of 2001 (cpu_speed_pool_job)", when, t);
-        }
-        pool_destroy(pool);
-        if (rc) return -1;
-        const hw_key k = pass == 0 ? HW_CPU_READ_GBS_1 : HW_CPU_READ_GBS;
-        hw->v[k] = membw_read_limit(&r);
-        hw->set[k] = true;
-        snprintf(hw->source[k], HW_SOURCE_LEN, "measured: %s, the read probe (src/cpu/membw.c) on %d thread%s, 256 MiB, median of 5",
-                 when, t, t > 1 ? "s" : "");
-    }
-    if (n_threads == 1) {
-        hw->v[HW_CPU_READ_GBS] = hw->v[HW_CPU_READ_GBS_1];
-        hw->set[HW_CPU_READ_GBS] = true;
-        snprintf(hw->source[HW_CPU_READ_GBS], HW_SOURCE_LEN, "%s", hw->source[HW_CPU_READ_GBS_1]);
-    }
-    hw->v[HW_CPU_THREADS] = n_threads;
-    hw->set[HW_CPU_THREADS] = true;
-    snprintf(hw->source[HW_CPU_THREADS], HW_SOURCE_LEN, "measured: the probes ran on the threads -t asks for");
-    hw->v[HW_CPU_ATTN_GBS] = cpu_speed_attention();
-    hw->set[HW_CPU_ATTN_GBS] = hw->v[HW_CPU_ATTN_GBS] > 0;
-    snprintf(hw->source[HW_CPU_ATTN_GBS], HW_SOURCE_LEN,
-             "measured: %s, one head over 512 cached positions, best of 31 (cpu_speed_attention)", when);
-    // the weight types a Q4_K_M file (and the synthetic ones) holds
-    static const uint32_t TYPES[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
-                                     GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+    if (membw_measure(NULL, 256u << 20, 5, &r, e)) return -1;
+    set_measured(hw, HW_CPU_READ_GBS_1, membw_read_limit(&r), when,
+                 "the read probe (src/cpu/membw.c) on 1 thread, 256 MiB, median of 5");
+    seam_pool *pool = n_threads > 1 ? pool_create(n_threads, e) : NULL;
+    if (n_threads > 1 && !pool) return -1;
+    int rc = n_threads > 1 ? membw_measure(pool, 256u << 20, 5, &r, e) : 0;
+    snprintf(how, sizeof how, "the read probe (src/cpu/membw.c) on %d thread%s, 256 MiB, median of 5", n_threads,
+             n_threads > 1 ? "s" : "");
+    if (!rc) set_measured(hw, HW_CPU_READ_GBS, n_threads > 1 ? membw_read_limit(&r) : hw->v[HW_CPU_READ_GBS_1], when, how);
+    for (size_t i = 0; i < sizeof TYPES / sizeof *TYPES && !rc; i++)
+        if ((hw->cpu_stream_gbs[TYPES[i]] = cpu_speed_stream(pool, TYPES[i], 256u << 20)) < 0)
+            rc = seam_fail(e, "out of memory measuring the kernels' streaming speed");
+    if (rc) return pool_destroy(pool), -1;
+    set_measured(hw, HW_CPU_THREADS, n_threads, when, "the threads the probes ran on (-t)");
+    set_measured(hw, HW_CPU_ATTN_GBS, cpu_speed_attention(), when,
+                 "one head over 512 cached positions, best of 31 (cpu_speed_attention)");
+    // the kernel's view of the last cache (glibc's sysconf reads cpuid,
+    // which a virtual machine may fill with its host's figure)
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    long kib = 0;
+    if (f && fscanf(f, "%ldK", &kib) == 1 && kib > 0)
+        set_measured(hw, HW_CPU_LLC_MIB, kib / 1024.0, when, "/sys/devices/system/cpu/cpu0/cache/index3/size");
+    if (f) fclose(f);
+    // two widths, rows of 256 and of 4096 weights, 4 MiB of each: past the
+    // L2 and in the last cache, where the weights of a model that fits it
+    // are; the time of a row is row_ns + bytes / gbs
     const cpu_kernels *fast = cpu_kernels_get();
-    for (size_t i = 0; i < sizeof TYPES / sizeof *TYPES; i++)
-        if (cpu_speed_dot(TYPES[i], &fast, 1, &hw->cpu_dot_gbs[TYPES[i]]))
+    for (size_t i = 0; i < sizeof TYPES / sizeof *TYPES; i++) {
+        const uint32_t t = TYPES[i];
+        const double bn = (double)ggml_row_bytes(t, 256), bw = (double)ggml_row_bytes(t, 4096);
+        double narrow, wide;
+        if (cpu_speed_dot(t, 256, (int)((4 << 20) / bn), &fast, 1, &narrow) ||
+            cpu_speed_dot(t, 4096, (int)((4 << 20) / bw), &fast, 1, &wide))
             return seam_fail(e, "out of memory measuring the dot kernels");
-    snprintf(src, sizeof src, "measured: %s, the %s dot kernels on 256 rows in cache, best of 31 (cpu_speed_dot)", when,
-             fast->name);
-    snprintf(hw->dot_source, sizeof hw->dot_source, "%s", src);
+        const double ns_per_byte = (bw / wide - bn / narrow) / (bw - bn), row_ns = bn / narrow - bn * ns_per_byte;
+        hw->cpu_dot_gbs[t] = ns_per_byte > 0 ? 1 / ns_per_byte : wide;
+        hw->cpu_dot_row_ns[t] = row_ns > 0.01 ? row_ns : 0.01;  // noise can make it negative: none
+    }
+    snprintf(how, sizeof how, "128 matvecs of 256x256 Q4_K cycled on %d thread%s, less their kernels' time, median of 15 "
+             "(cpu_speed_matvec_call)", n_threads, n_threads > 1 ? "s" : "");
+    set_measured(hw, HW_CPU_CALL_US,
+                 cpu_speed_matvec_call(pool, hw->cpu_dot_gbs[GGML_TYPE_Q4_K], hw->cpu_dot_row_ns[GGML_TYPE_Q4_K]), when, how);
+    pool_destroy(pool);
+    snprintf(how, sizeof how, "128 matvecs of 256x256 Q4_K cycled on %d thread%s, less their kernels' time, median of 15 "
+             "(cpu_speed_matvec_call)", n_threads, n_threads > 1 ? "s" : "");
+    set_measured(hw, HW_CPU_CALL_US,
+                 cpu_speed_matvec_call(pool, hw->cpu_dot_gbs[GGML_TYPE_Q4_K], hw->cpu_dot_row_ns[GGML_TYPE_Q4_K]), when, how);
+    pool_destroy(pool);
+    snprintf(hw->dot_source, sizeof hw->dot_source,
+             "measured: %s, the %s kernels: dot on 4 MiB of rows of 256 and of 4096 weights (cpu_speed_dot), "
+             "matvec streaming 256 MiB on %d thread%s (cpu_speed_stream)", when, fast->name, n_threads,
+             n_threads > 1 ? "s" : "");
     hw->has_cpu = true;
     return 0;
 }
@@ -225,6 +252,12 @@ void hw_write(const hw_profile *hw, FILE *out) {
     for (int k = 0; k < HW_KEYS; k++)
         if (hw->set[k]) fprintf(out, "%s = %.6g  # %s\n", hw_key_name[k], hw->v[k], hw->source[k]);
     for (int t = 0; t < GGML_TYPE_COUNT; t++)
-        if (hw->cpu_dot_gbs[t] > 0)
-            fprintf(out, "cpu_dot_gbs.%s = %.4g  # %s\n", ggml_type_name((uint32_t)t), hw->cpu_dot_gbs[t], hw->dot_source);
+    {
+        const char *name = ggml_type_name((uint32_t)t);
+        if (hw->cpu_dot_gbs[t] > 0) fprintf(out, "cpu_dot_gbs.%s = %.4g  # %s\n", name, hw->cpu_dot_gbs[t], hw->dot_source);
+        if (hw->cpu_dot_row_ns[t] > 0)
+            fprintf(out, "cpu_dot_row_ns.%s = %.4g  # %s\n", name, hw->cpu_dot_row_ns[t], hw->dot_source);
+        if (hw->cpu_stream_gbs[t] > 0)
+            fprintf(out, "cpu_stream_gbs.%s = %.4g  # %s\n", name, hw->cpu_stream_gbs[t], hw->dot_source);
+    }
 }

@@ -11,8 +11,8 @@
 //   gpu_peak_gbs = 360   # published: RTX 3060 12 GB datasheet, 192-bit GDDR6 at 15 Gbps
 //
 // Keys come in groups: `name` always; the CPU keys when the plan runs
-// anything on the CPU (the embedding row at least, so in practice always);
-// the GPU and bus keys when the plan uses a GPU. A group is all or nothing.
+// layers or the head on the CPU; the GPU and bus keys when the plan uses a
+// GPU. A group's required keys are all there or none is.
 #ifndef SEAM_HW_H
 #define SEAM_HW_H
 
@@ -22,15 +22,16 @@
 #include "common.h"
 #include "gguf.h"
 
-enum { HW_SOURCE_LEN = 160 };
+enum { HW_SOURCE_LEN = 256 };
 
 typedef enum {
     // CPU
-    HW_CPU_THREADS,     // threads the CPU part runs on (the default of seam plan -t)
+    HW_CPU_THREADS,     // optional: threads that reach cpu_read_gbs (the default of seam plan -t; else 1)
     HW_CPU_READ_GBS,    // read bandwidth on cpu_threads threads, GB/s
     HW_CPU_READ_GBS_1,  // one thread's read bandwidth, GB/s: fewer threads read min(t * this, cpu_read_gbs)
     HW_CPU_ATTN_GBS,    // optional: one thread's attention speed, bytes of cached K and V per query head per second (GB/s)
-    HW_CPU_JOB_US,      // optional: starting and joining one job on the thread pool (more than one thread), us
+    HW_CPU_CALL_US,     // optional: what one matvec (or attention) call costs beyond its bytes and rows, us
+    HW_CPU_LLC_MIB,     // optional: last-level cache; a CPU part whose weights fit runs at its kernels' in-cache speed
     // GPU
     HW_GPU_MEM_GIB,     // memory of one card, GiB
     HW_GPU_PEAK_GBS,    // memory bandwidth of one card, GB/s
@@ -45,9 +46,14 @@ typedef enum {
     HW_KEYS
 } hw_key;
 
-// Per weight type: one thread's dot-product speed on weights in cache (GB/s
-// of weight bytes), the compute roof of a CPU matvec; 0 = unknown
-// (bandwidth-bound). Keys `cpu_dot_gbs.Q4_K` etc.
+// Per weight type, one thread's dot kernel on weights in cache: a row of b
+// bytes takes row_ns + b / dot_gbs nanoseconds (the rate of its blocks and
+// the fixed cost of a row: its call, horizontal sum and store). This is the
+// compute roof of a CPU matvec; 0 = unknown (bandwidth-bound). And the
+// speed a matvec of that type streams from memory on cpu_threads threads
+// (the read bandwidth less what the kernels' own work costs); 0 = unknown
+// (the slower of cpu_read_gbs and the compute roof). Keys
+// `cpu_dot_gbs.Q4_K`, `cpu_dot_row_ns.Q4_K`, `cpu_stream_gbs.Q4_K` etc.
 typedef struct {
     char name[64];
     char path[512];
@@ -55,7 +61,9 @@ typedef struct {
     bool set[HW_KEYS];
     char source[HW_KEYS][HW_SOURCE_LEN];
     double cpu_dot_gbs[GGML_TYPE_COUNT];
-    char dot_source[HW_SOURCE_LEN];  // one source for the dot rates (they come from one probe)
+    double cpu_dot_row_ns[GGML_TYPE_COUNT];
+    double cpu_stream_gbs[GGML_TYPE_COUNT];
+    char dot_source[HW_SOURCE_LEN];  // one source for the dot figures (they come from one probe)
     bool has_cpu, has_gpu;
 } hw_profile;
 

@@ -607,9 +607,12 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
     req.gpu_budget = o->gpu_mem ? o->gpu_mem : hw.has_gpu ? (uint64_t)(cards * hw.v[HW_GPU_MEM_GIB] * 1073741824.0) : 0;
     FILE *json = !o->json_path ? NULL : strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
     if (o->json_path && !json) return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), 1;
-    if (json) fprintf(json, "{\"model\": \"%s\", \"hw\": \"%s\", \"n_ctx\": %d, \"predictions\": [", label, hw.name, o->n_ctx);
-    printf("prediction on '%s' (%s): %s, KV cache filled to %d positions\n", hw.name, hw.path, label, o->n_ctx);
-    predict_print_header(stdout);
+    if (json)
+        fprintf(json, "{\"model\": \"%s\", \"hw\": \"%s\", \"n_ctx\": %d, \"head\": \"%s\", \"predictions\": [", label,
+                hw.name, o->n_ctx, o->head < 0 ? "auto" : o->head == DEV_CPU ? "cpu" : "gpu");
+    FILE *table = json == stdout ? stderr : stdout;  // --json -: the JSON alone on stdout
+    fprintf(table, "prediction on '%s' (%s): %s, KV cache filled to %d positions\n", hw.name, hw.path, label, o->n_ctx);
+    predict_print_header(table);
     int rc = 0, written = 0;
     const int n = o->n_ngl ? o->n_ngl : 1;
     for (int i = 0; i < n; i++) {
@@ -622,7 +625,7 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
             continue;
         }
         plan_print(&p, stderr);
-        predict_print(&pr, stdout);
+        predict_print(&pr, table);
         if (json) fprintf(json, "%s\n  ", written++ ? "," : ""), predict_write_json(&pr, json);
     }
     if (json) fprintf(json, "\n]}\n");

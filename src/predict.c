@@ -13,12 +13,18 @@ const char *const predict_lane_name[LANE_COUNT] = {"CPU", "bus", "GPU"};
 // Bytes one token reads of a layer, per weight type: the tensors outside
 // the routed experts (shared) and the active share of the experts.
 typedef struct {
-    uint64_t shared[GGML_TYPE_COUNT];
-    uint64_t experts[GGML_TYPE_COUNT];
+    uint64_t bytes[GGML_TYPE_COUNT];
+    uint64_t rows[GGML_TYPE_COUNT];  // matvec rows (a row's fixed cost is the CPU kernels')
+} reads;
+
+typedef struct {
+    reads shared, experts;
 } layer_reads;
 
-static void add_tensor(uint64_t *by_type, const seam_tensor *t, uint64_t num, uint64_t den) {
-    if (t->data) by_type[t->type] += t->n_bytes / den * num;
+static void add_tensor(reads *r, const seam_tensor *t, uint64_t num, uint64_t den) {
+    if (!t->data) return;
+    r->bytes[t->type] += t->n_bytes / den * num;
+    r->rows[t->type] += (uint64_t)t->rows / den * num;
 }
 
 static void read_layer(const seam_model *m, int il, layer_reads *r) {
@@ -28,16 +34,16 @@ static void read_layer(const seam_model *m, int il, layer_reads *r) {
     const seam_tensor *shared[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->bq, &l->bk, &l->bv,
                                    &l->q_norm, &l->k_norm, &l->wo, &l->attn_post_norm, &l->ffn_norm,
                                    &l->w_gate, &l->w_up, &l->w_down, &l->ffn_post_norm, &l->ffn_gate_inp};
-    for (size_t i = 0; i < sizeof shared / sizeof *shared; i++) add_tensor(r->shared, shared[i], 1, 1);
+    for (size_t i = 0; i < sizeof shared / sizeof *shared; i++) add_tensor(&r->shared, shared[i], 1, 1);
     if (c->n_expert) {
         const seam_tensor *routed[] = {&l->ffn_gate_exps, &l->ffn_up_exps, &l->ffn_down_exps};
-        for (size_t i = 0; i < 3; i++) add_tensor(r->experts, routed[i], (uint64_t)c->n_expert_used, (uint64_t)c->n_expert);
+        for (size_t i = 0; i < 3; i++) add_tensor(&r->experts, routed[i], (uint64_t)c->n_expert_used, (uint64_t)c->n_expert);
     }
 }
 
-static uint64_t sum_types(const uint64_t *by_type) {
+static uint64_t total(const reads *r) {
     uint64_t s = 0;
-    for (int t = 0; t < GGML_TYPE_COUNT; t++) s += by_type[t];
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) s += r->bytes[t];
     return s;
 }
 
@@ -51,8 +57,9 @@ int predict_layer_kernels(const seam_config *c) {
     return k;
 }
 
-// Pool jobs of engine.c's CPU layer: q/k/v as one, attention, the output
-// projection, then gate/up as one and down (per chosen expert, after the router).
+// Calls of engine.c's CPU layer, each a pool job: q/k/v as one, attention,
+// the output projection, then gate/up as one and down (per chosen expert,
+// after the router).
 static int layer_jobs(const seam_config *c) { return c->n_expert ? 4 + 2 * c->n_expert_used : 5; }
 
 typedef struct {
@@ -62,6 +69,7 @@ typedef struct {
     double cpu_gbs;  // read bandwidth on `threads`
     double gpu_gbs;  // peak * efficiency
     double kv_per_pos;  // bytes of K and V of one position of one layer
+    bool in_cache;      // the CPU's weights fit its last-level cache: no streaming from memory
 } ctx;
 
 static double hw_get(const hw_profile *hw, hw_key k, double def) { return hw->set[k] ? hw->v[k] : def; }
@@ -71,17 +79,22 @@ static int attended(const seam_config *c, int il, int fill) {
     return c->layer_swa[il] && c->n_swa > 0 && fill > c->n_swa ? c->n_swa : fill;
 }
 
-// The CPU reading `by_type` bytes of weights: per type, the slower of the
-// memory and the dot kernels on the threads.
-static double cpu_weights_us(const ctx *x, const uint64_t *by_type) {
-    double us = 0;
+// The CPU's matvecs over r, per type: weights that fit the cache at the
+// dot kernels' own speed (their blocks and their rows) on the threads;
+// weights streamed from memory at the speed the kernels stream them, or
+// where that is unknown the slower of the read bandwidth and the kernels.
+static double cpu_weights_us(const ctx *x, const reads *r) {
+    double ns = 0;
     for (int t = 0; t < GGML_TYPE_COUNT; t++) {
-        if (!by_type[t]) continue;
-        const double mem = by_type[t] / x->cpu_gbs, dot = x->hw->cpu_dot_gbs[t];
-        const double cmp = dot > 0 ? by_type[t] / (x->threads * dot) : 0;
-        us += 1e-3 * (mem > cmp ? mem : cmp);  // bytes / (GB/s) = ns
+        if (!r->bytes[t]) continue;
+        const double dot = x->hw->cpu_dot_gbs[t], stream = x->hw->cpu_stream_gbs[t];
+        const double cmp = dot > 0 ? (r->bytes[t] / dot + r->rows[t] * x->hw->cpu_dot_row_ns[t]) / x->threads : 0;
+        const double mem = r->bytes[t] / x->cpu_gbs;
+        if (x->in_cache) ns += cmp > 0 ? cmp : mem;
+        else if (stream > 0) ns += r->bytes[t] / (stream * x->cpu_gbs / x->hw->v[HW_CPU_READ_GBS]);
+        else ns += mem > cmp ? mem : cmp;  // bytes / (GB/s) = ns
     }
-    return us;
+    return 1e-3 * ns;
 }
 
 static double cpu_attention_us(const ctx *x, int il, int fill) {
@@ -95,9 +108,7 @@ static double cpu_attention_us(const ctx *x, int il, int fill) {
     return 1e-3 * (mem > cmp ? mem : cmp);
 }
 
-static double jobs_us(const ctx *x, int jobs) {
-    return x->threads > 1 ? jobs * hw_get(x->hw, HW_CPU_JOB_US, 0) : 0;
-}
+static double calls_us(const ctx *x, int calls) { return calls * hw_get(x->hw, HW_CPU_CALL_US, 0); }
 
 static double gpu_layer_us(const ctx *x, uint64_t weight_bytes, double weight_gbs, int il, int fill) {
     const double kv = attended(x->c, il, fill) * x->kv_per_pos;
@@ -142,32 +153,39 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
     const seam_config *c = &m->cfg;
     const int L = c->n_layers, computed = plan_gpu_computed_layers(p);
     const bool uses_gpu = computed > 0 || p->head == DEV_GPU;
-    if (!hw->has_cpu)
-        return seam_fail(e, "profile '%s' gives no CPU figures (cpu_threads, cpu_read_gbs), which every token "
-                            "needs (the embedding row at least)", hw->name);
+    if (!hw->has_cpu && (computed < L || p->head == DEV_CPU))
+        return seam_fail(e, "profile '%s' gives no CPU figures (cpu_read_gbs), and this plan runs %s on the CPU",
+                         hw->name, computed < L ? "layers" : "the head");
     if (uses_gpu && !hw->has_gpu)
         return seam_fail(e, "profile '%s' has no GPU, and this plan puts %d layers%s on one", hw->name, computed,
                          p->head == DEV_GPU ? " and the head" : "");
     if (fill < 1) return seam_fail(e, "the KV fill must be at least one position");
-    if (n_threads < 1) n_threads = (int)hw->v[HW_CPU_THREADS];
+    if (n_threads < 1) n_threads = hw->set[HW_CPU_THREADS] ? (int)hw->v[HW_CPU_THREADS] : 1;
     memset(pr, 0, sizeof *pr);
     pr->gpu_layers = p->gpu_layers, pr->n_layers = L, pr->n_threads = n_threads, pr->fill = fill;
     pr->overflow = p->overflow, pr->head = p->head;
 
     // read bandwidth on n threads: the measured figure at cpu_threads, one
     // thread's figure times n below it (or a share of the whole)
-    const double prof_t = hw->v[HW_CPU_THREADS], full = hw->v[HW_CPU_READ_GBS];
+    const double prof_t = hw_get(hw, HW_CPU_THREADS, 1), full = hw->v[HW_CPU_READ_GBS];
     double cpu_gbs = full;
     if (n_threads < prof_t)
         cpu_gbs = hw->set[HW_CPU_READ_GBS_1] ? n_threads * hw->v[HW_CPU_READ_GBS_1] : full * n_threads / prof_t;
     if (cpu_gbs > full) cpu_gbs = full;
+    // the bytes the CPU holds and reads over the tokens (every expert, the
+    // head, the KV cache at this fill): do they stay in its last cache?
+    uint64_t cpu_set = p->head == DEV_CPU ? m->w.output.n_bytes : 0;
+    for (int il = computed; il < L; il++) cpu_set += model_layer_bytes(m, il);
+    cpu_set += (uint64_t)((double)engine_kv_bytes(c, fill) / L * (L - computed));
     const ctx x = {.hw = hw, .c = c, .threads = n_threads, .cpu_gbs = cpu_gbs,
                    .gpu_gbs = hw->v[HW_GPU_PEAK_GBS] * hw->v[HW_GPU_EFFICIENCY],
-                   .kv_per_pos = (double)engine_kv_bytes(c, 1) / L};
+                   .kv_per_pos = (double)engine_kv_bytes(c, 1) / L,
+                   .in_cache = hw->set[HW_CPU_LLC_MIB] && cpu_set <= hw->v[HW_CPU_LLC_MIB] * 1048576.0};
 
     const uint64_t hidden = (uint64_t)c->n_embd * sizeof(float);
     const seam_tensor *emb = &m->w.tok_embd;
-    step(pr, LANE_CPU, PART_EMBED, emb->row_bytes, 1e-3 * emb->row_bytes / cpu_gbs, "embedding row", 0, 0);
+    // (a profile without CPU figures: the row's few KiB count as nothing)
+    step(pr, LANE_CPU, PART_EMBED, emb->row_bytes, hw->has_cpu ? 1e-3 * emb->row_bytes / cpu_gbs : 0, "embedding row", 0, 0);
 
     // the GPU's layers: resident ones, and (mapped, stream) the overflow;
     // experts kept on the CPU (--n-cpu-moe) cross to it and back
@@ -182,7 +200,7 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         layer_reads r;
         read_layer(m, il, &r);
         const bool experts_here = p->experts[il] == DEV_GPU || p->layer[il] != DEV_GPU;
-        const uint64_t on_gpu = sum_types(r.shared) + (experts_here ? sum_types(r.experts) : 0);
+        const uint64_t on_gpu = total(&r.shared) + (experts_here ? total(&r.experts) : 0);
         if (il >= p->gpu_layers && p->overflow == OVERFLOW_STREAM) {
             // the whole layer is copied (every expert), its compute waits for it
             stream_copy += 1e-3 * model_layer_bytes(m, il) / hw->v[HW_PCIE_GBS];
@@ -200,7 +218,7 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         if (mapped && res.first >= 0 && res.last < p->gpu_layers) flush(pr, &res, LANE_GPU, PART_GPU_LAYERS, "layers");
         extend(&res, il, on_gpu, gpu_layer_us(&x, on_gpu, mapped ? hw->v[HW_PCIE_GBS] : x.gpu_gbs, il, fill));
         if (!experts_here) {
-            extend(&cpu_exp, il, sum_types(r.experts), cpu_weights_us(&x, r.experts) + jobs_us(&x, 2 * c->n_expert_used));
+            extend(&cpu_exp, il, total(&r.experts), cpu_weights_us(&x, &r.experts) + calls_us(&x, 2 * c->n_expert_used));
             n_cpu_experts++;
         }
     }
@@ -225,23 +243,23 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
     for (int il = computed; il < L; il++) {
         layer_reads r;
         read_layer(m, il, &r);
-        const uint64_t bytes = sum_types(r.shared) + sum_types(r.experts);
-        const double us = cpu_weights_us(&x, r.shared) + cpu_weights_us(&x, r.experts) + cpu_attention_us(&x, il, fill) +
-                          jobs_us(&x, layer_jobs(c));
+        const uint64_t bytes = total(&r.shared) + total(&r.experts);
+        const double us = cpu_weights_us(&x, &r.shared) + cpu_weights_us(&x, &r.experts) + cpu_attention_us(&x, il, fill) +
+                          calls_us(&x, layer_jobs(c));
         extend(&cpu, il, bytes + (uint64_t)(attended(c, il, fill) * x.kv_per_pos), us);
     }
     flush(pr, &cpu, LANE_CPU, PART_CPU_LAYERS, "layers");
-    uint64_t head_types[GGML_TYPE_COUNT] = {0};
-    add_tensor(head_types, &m->w.output_norm, 1, 1);
-    add_tensor(head_types, &m->w.output, 1, 1);
-    const uint64_t head_bytes = sum_types(head_types), logits = (uint64_t)c->n_vocab * sizeof(float);
+    reads head = {{0}, {0}};
+    add_tensor(&head, &m->w.output_norm, 1, 1);
+    add_tensor(&head, &m->w.output, 1, 1);
+    const uint64_t head_bytes = total(&head), logits = (uint64_t)c->n_vocab * sizeof(float);
     if (p->head == DEV_GPU) {
         if (computed < L) step(pr, LANE_BUS, PART_CROSSING, hidden, crossing_us(&x, hidden), "H2D hidden state", 0, 0);
         step(pr, LANE_GPU, PART_HEAD, head_bytes, 1e-3 * head_bytes / x.gpu_gbs + 3 * hw->v[HW_GPU_KERNEL_US],
              "output head", 0, 0);
         step(pr, LANE_BUS, PART_CROSSING, logits, crossing_us(&x, logits), "D2H logits", 0, 0);
     } else {
-        step(pr, LANE_CPU, PART_HEAD, head_bytes, cpu_weights_us(&x, head_types) + jobs_us(&x, 1), "output head", 0, 0);
+        step(pr, LANE_CPU, PART_HEAD, head_bytes, cpu_weights_us(&x, &head) + calls_us(&x, 1), "output head", 0, 0);
     }
 
     for (int i = 0; i < pr->n_steps; i++) {

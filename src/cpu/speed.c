@@ -3,12 +3,13 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "cpu/ops.h"
 #include "quant.h"
 
-enum { COLS = 1024, ROWS = 256, RUNS = 31 };
+enum { RUNS = 31 };
 
 // CPU time of the calling thread.
 static double thread_seconds(void) {
@@ -26,33 +27,33 @@ static uint64_t splitmix(uint64_t *s) {
 
 static float uniform(uint64_t *s) { return (float)((int64_t)(splitmix(s) >> 40) - (1 << 23)) / (1 << 23); }
 
-int cpu_speed_dot(uint32_t type, const cpu_kernels *const *sets, int n_sets, double *gbs) {
-    const uint64_t row_bytes = ggml_row_bytes(type, COLS), bytes = row_bytes * ROWS;
+int cpu_speed_dot(uint32_t type, int64_t cols, int rows, const cpu_kernels *const *sets, int n_sets, double *gbs) {
+    const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)cols), bytes = row_bytes * (uint64_t)rows;
     uint8_t *w = malloc(bytes);
-    void *act = malloc(cpu_matvec_scratch_bytes(COLS));
-    float *out = malloc(sizeof(float) * ROWS), x[COLS];
-    if (!w || !act || !out) return free(w), free(act), free(out), -1;
+    void *act = malloc(cpu_matvec_scratch_bytes(cols));
+    float *out = malloc(sizeof(float) * (size_t)rows), *x = malloc(sizeof(float) * (size_t)cols);
+    if (!w || !act || !out || !x) return free(w), free(act), free(out), free(x), -1;
     uint64_t s = 42;
     // real-looking blocks: 16 rows quantised from random floats, repeated
-    for (int r = 0; r < 16; r++) {
-        for (int i = 0; i < COLS; i++) x[i] = uniform(&s);
-        seam_quantize_weights(type, x, w + (uint64_t)r * row_bytes, COLS);
+    for (int r = 0; r < 16 && r < rows; r++) {
+        for (int64_t i = 0; i < cols; i++) x[i] = uniform(&s);
+        seam_quantize_weights(type, x, w + (uint64_t)r * row_bytes, cols);
     }
-    for (int r = 16; r < ROWS; r++) memcpy(w + (uint64_t)r * row_bytes, w + (uint64_t)(r % 16) * row_bytes, row_bytes);
-    for (int i = 0; i < COLS; i++) x[i] = uniform(&s);
-    cpu_quantize_input(seam_vec_dot_type(type), x, act, COLS);
+    for (int r = 16; r < rows; r++) memcpy(w + (uint64_t)r * row_bytes, w + (uint64_t)(r % 16) * row_bytes, row_bytes);
+    for (int64_t i = 0; i < cols; i++) x[i] = uniform(&s);
+    cpu_quantize_input(seam_vec_dot_type(type), x, act, cols);
     // the best of RUNS short runs per set, the sets taking turns, so that the
     // quiet moments of a shared machine are found and fall on every set alike
-    const int iters = 50;
+    const int iters = bytes < (1u << 20) ? (int)((4u << 20) / bytes) + 1 : 4;  // runs of a few MiB
     for (int i = 0; i < n_sets; i++) gbs[i] = 0;
     for (int run = 0; run < RUNS; run++)
         for (int i = 0; i < n_sets; i++) {
             const double t = thread_seconds();
-            for (int it = 0; it < iters; it++) sets[i]->dot[type](type, w, row_bytes, ROWS, act, 0, 1, COLS, out, 0);
+            for (int it = 0; it < iters; it++) sets[i]->dot[type](type, w, row_bytes, rows, act, 0, 1, cols, out, 0);
             const double g = (double)bytes * iters / (thread_seconds() - t) / 1e9;
             gbs[i] = g > gbs[i] ? g : gbs[i];
         }
-    free(w), free(act), free(out);
+    free(w), free(act), free(out), free(x);
     return 0;
 }
 
@@ -78,22 +79,78 @@ double cpu_speed_attention(void) {
     return best;
 }
 
-static void empty_job(void *ctx, int ith, int nth) { (void)ctx, (void)ith, (void)nth; }
-
 static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-double cpu_speed_pool_job(seam_pool *pool) {
-    enum { N = 2001 };
-    static double us[N];
-    for (int i = 0; i < 100; i++) pool_run(pool, empty_job, NULL);  // warm: workers spinning
-    for (int i = 0; i < N; i++) {
-        const double t = seam_now();
-        pool_run(pool, empty_job, NULL);
-        us[i] = 1e6 * (seam_now() - t);
+// rows of real-looking weights (16 quantised from random floats, repeated),
+// in an anonymous mapping; data NULL when out of memory
+static seam_tensor matrix(uint32_t type, int64_t rows, int64_t cols, uint64_t *rng) {
+    seam_tensor t = {.name = "probe", .name_len = 5, .type = type, .rows = rows, .cols = cols};
+    t.row_bytes = ggml_row_bytes(type, (uint64_t)cols);
+    t.n_bytes = t.row_bytes * (uint64_t)rows;
+    uint8_t *data = mmap(NULL, t.n_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    float *x = malloc(sizeof(float) * (size_t)cols);
+    if (data == MAP_FAILED || !x) {
+        if (data != MAP_FAILED) munmap(data, t.n_bytes);
+        free(x);
+        return t;
     }
-    qsort(us, N, sizeof us[0], cmp_double);
-    return us[N / 2];
+    for (int64_t r = 0; r < 16 && r < rows; r++) {
+        for (int64_t i = 0; i < cols; i++) x[i] = uniform(rng);
+        seam_quantize_weights(type, x, data + (uint64_t)r * t.row_bytes, cols);
+    }
+    for (int64_t r = 16; r < rows; r++) memcpy(data + (uint64_t)r * t.row_bytes, data + (uint64_t)(r % 16) * t.row_bytes, t.row_bytes);
+    free(x);
+    t.data = data;
+    return t;
+}
+
+double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes) {
+    enum { COLS = 1024 };
+    uint64_t rng = 42;
+    const seam_tensor w = matrix(type, (int64_t)(bytes / ggml_row_bytes(type, COLS)), COLS, &rng);
+    float x[COLS], *out = malloc(sizeof(float) * (size_t)w.rows);
+    void *act = malloc(cpu_matvec_scratch_bytes(COLS));
+    double gbs = -1, runs[5];
+    if (w.data && out && act) {
+        for (int i = 0; i < COLS; i++) x[i] = uniform(&rng);
+        cpu_matvec(pool, &w, x, out, act);  // warm-up
+        for (int r = 0; r < 5; r++) {
+            const double t = seam_now();
+            cpu_matvec(pool, &w, x, out, act);
+            runs[r] = (double)w.n_bytes / (seam_now() - t) / 1e9;
+        }
+        qsort(runs, 5, sizeof runs[0], cmp_double);
+        gbs = runs[2];
+    }
+    if (w.data) munmap((void *)w.data, w.n_bytes);
+    free(out), free(act);
+    return gbs;
+}
+
+double cpu_speed_matvec_call(seam_pool *pool, double dot_gbs, double row_ns) {
+    enum { N = 128, ROWS = 256, COLS = 256, CYCLES = 15 };
+    uint64_t rng = 9;
+    const seam_tensor first = matrix(GGML_TYPE_Q4_K, (int64_t)N * ROWS, COLS, &rng);
+    float x[COLS], out[ROWS];
+    void *act = malloc(cpu_matvec_scratch_bytes(COLS));
+    if (!first.data || !act) return free(act), 0;
+    for (int i = 0; i < COLS; i++) x[i] = uniform(&rng);
+    double per_call[CYCLES];
+    for (int c = -1; c < CYCLES; c++) {  // c = -1: the warm-up
+        const double t = seam_now();
+        for (int i = 0; i < N; i++) {
+            const seam_tensor w = tensor_rows(&first, (int64_t)i * ROWS, ROWS);
+            cpu_matvec(pool, &w, x, out, act);
+        }
+        if (c >= 0) per_call[c] = (seam_now() - t) / N;
+    }
+    qsort(per_call, CYCLES, sizeof per_call[0], cmp_double);
+    munmap((void *)first.data, first.n_bytes);
+    free(act);
+    const double kernels = 1e-9 * (first.row_bytes * ROWS / dot_gbs + ROWS * row_ns) / (pool ? pool_size(pool) : 1);
+    const double extra = per_call[CYCLES / 2] - kernels;
+    return extra > 0 ? 1e6 * extra : 0;
 }

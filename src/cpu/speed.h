@@ -15,17 +15,30 @@
 #include "cpu/kernels.h"
 #include "cpu/pool.h"
 
-// Rows of 1024 weights of `type`, 256 rows (in L2): GB/s of weight bytes one
-// thread's dot kernel of each of the n_sets sets reaches (gbs[n_sets]),
-// the sets taking turns. 0 for a type no set can take; -1 when out of memory.
-int cpu_speed_dot(uint32_t type, const cpu_kernels *const *sets, int n_sets, double *gbs);
+// A matrix of `rows` rows of `cols` weights of `type` (small enough to stay
+// in a cache): GB/s of weight bytes one thread's dot kernel of each of the n_sets
+// sets reaches (gbs[n_sets]), the sets taking turns. -1 when out of memory.
+int cpu_speed_dot(uint32_t type, int64_t cols, int rows, const cpu_kernels *const *sets, int n_sets, double *gbs);
+
+// cpu_matvec over `bytes` of rows of 1024 weights of `type` (far larger than
+// the caches) on the pool's threads: GB/s of weight bytes streamed from
+// memory through the kernels, the median of 5 after a warm-up; -1 when out
+// of memory. What decode's big matrices reach: the read bandwidth, less
+// what the kernels' own work keeps the threads from reading.
+double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes);
 
 // One thread's attention of one query head over 512 cached positions of
 // head_dim 128 (f16 K and V, in cache), as decode runs it
 // (cpu_attention_head): GB/s of K and V bytes.
 double cpu_speed_attention(void);
 
-// Microseconds to start and join one empty job on the pool (median of many).
-double cpu_speed_pool_job(seam_pool *pool);
+// What one matvec call costs beyond its blocks and rows: cpu_matvec cycled
+// over 128 distinct matrices of 256 rows of 256 Q4_K weights (4.5 MiB, a
+// small model's layers) on the pool, the time per call less the dot kernels'
+// time for its bytes and rows (dot_gbs, row_ns: cpu_speed_dot's figures)
+// shared among the threads; microseconds, the median of 15 cycles. The
+// input's quantisation, the job's start and join, the caches warming to a
+// matrix not read since the last token.
+double cpu_speed_matvec_call(seam_pool *pool, double dot_gbs, double row_ns);
 
 #endif

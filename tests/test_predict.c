@@ -1,0 +1,260 @@
+// test_predict.c — the speed model (predict.c) on cases computed by hand,
+// the hardware profile parser (hw.c) on bad input, and the model of a shape
+// file (shape.c) against the file seam-synth writes from it.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "hw.h"
+#include "model.h"
+#include "plan.h"
+#include "predict.h"
+#include "shape.h"
+
+// ---------------------------------------------------------------- profiles
+
+static void expect_bad(const char *text, const char *needle) {
+    hw_profile hw;
+    seam_error e = {{0}};
+    cr_assert_neq(hw_parse(&hw, text, "t.hw", &e), 0, "accepted:\n%s", text);
+    cr_expect(strstr(e.msg, needle), "message '%s' lacks '%s'", e.msg, needle);
+    cr_expect(!strncmp(e.msg, "t.hw", 4), "message '%s' does not name the file", e.msg);
+}
+
+#define GPU_KEYS                                                                                       \
+    "gpu_mem_gib = 12 # published: x\ngpu_peak_gbs = 360 # published: x\ngpu_efficiency = 0.5 # derived: x\n" \
+    "gpu_kernel_us = 1 # published: x\nlaunch_us = 3 # published: x\npcie_gbs = 8 # published: x\n"     \
+    "pcie_us = 2 # published: x\n"
+
+Test(hw, parses_a_profile_with_its_sources) {
+    hw_profile hw;
+    seam_error e = {{0}};
+    const char *text = "# a comment line\nname = box\ncpu_read_gbs = 20.5   # measured: seam-membw\n"
+                       "cpu_dot_gbs.q4_k = 22 # measured: seam-matvec\n" GPU_KEYS;
+    cr_assert_eq(hw_parse(&hw, text, "t.hw", &e), 0, "%s", e.msg);
+    cr_expect_str_eq(hw.name, "box");
+    cr_expect(hw.has_cpu && hw.has_gpu);
+    cr_expect_eq(hw.v[HW_CPU_READ_GBS], 20.5);
+    cr_expect_str_eq(hw.source[HW_CPU_READ_GBS], "measured: seam-membw");
+    cr_expect_eq(hw.cpu_dot_gbs[GGML_TYPE_Q4_K], 22);
+    cr_expect_eq(hw.v[HW_GPU_EFFICIENCY], 0.5);
+}
+
+Test(hw, refuses_bad_profiles) {
+    expect_bad("cpu_read_gbs = 20 # measured: x\n", "missing key 'name'");
+    expect_bad("name = a\ncpu_read_gbs = -3 # measured: x\n", "must be positive");
+    expect_bad("name = a\ncpu_read_gbs = 0 # measured: x\n", "must be positive");
+    expect_bad("name = a\ncpu_read_gbs = fast # measured: x\n", "wants a number");
+    expect_bad("name = a\ncpu_read_gbs = 20\n", "no source");
+    expect_bad("name = a\ncpu_read_gbs = 20 # guessed\n", "no source");
+    expect_bad("name = a\ncpu_reed_gbs = 20 # measured: x\n", "unknown key 'cpu_reed_gbs'");
+    expect_bad("name = a\ncpu_dot_gbs.Q9_Z = 20 # measured: x\n", "unknown weight type");
+    expect_bad("name = a\ncpu_read_gbs = 20 # measured: x\ncpu_read_gbs = 21 # measured: x\n", "given twice");
+    expect_bad("name = a\ncpu_read_gbs 20 # measured: x\n", "expected 'key = value");
+    expect_bad("name = a\n", "neither a CPU nor a GPU");
+    expect_bad("name = a\ncpu_threads = 2 # measured: x\n", "missing key 'cpu_read_gbs'");
+    expect_bad("name = a\ncpu_read_gbs = 20 # measured: x\ncpu_threads = 2.5 # measured: x\n", "whole number");
+    // a GPU group without one of its keys, and an efficiency above 1
+    expect_bad("name = a\ngpu_peak_gbs = 360 # published: x\n", "missing key 'gpu_mem_gib'");
+    expect_bad("name = a\ngpu_mem_gib = 12 # published: x\ngpu_peak_gbs = 360 # published: x\n"
+               "gpu_efficiency = 1.5 # derived: x\n",
+               "at most 1");
+    expect_bad("name = a\ncpu_read_gbs = 20 # measured: x\ncpu_read_gbs_1 = 90 # measured: x\n", "never read slower");
+}
+
+Test(hw, a_missing_file_is_named) {
+    hw_profile hw;
+    seam_error e = {{0}};
+    cr_assert_neq(hw_load(&hw, "no-such-profile", &e), 0);
+    cr_expect(strstr(e.msg, "no-such-profile") && strstr(e.msg, "models/hw"), "%s", e.msg);
+}
+
+// The profiles in the repository parse, and what they print reads back.
+Test(hw, the_shipped_profiles_parse_and_round_trip) {
+    static const char *const NAMES[] = {"rtx3060-seed", "rtx4090", "h200"};
+    for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/models/hw/%s.hw", SEAM_SOURCE_DIR, NAMES[i]);
+        hw_profile hw, back;
+        seam_error e = {{0}};
+        cr_assert_eq(hw_load(&hw, path, &e), 0, "%s", e.msg);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        hw_write(&hw, f);
+        fclose(f);
+        cr_assert_eq(hw_parse(&back, text, "written", &e), 0, "%s\n%s", e.msg, text);
+        for (int k = 0; k < HW_KEYS; k++) cr_expect(back.set[k] == hw.set[k] && fabs(back.v[k] - hw.v[k]) <= 1e-9 * hw.v[k]);
+        free(text);
+    }
+}
+
+// ---------------------------------------------------------------- the model by hand
+
+// A model every byte of which can be counted: llama, n_embd 256, one head of
+// 256, FFN 256, vocabulary 256, everything Q8_0 (a row of 256 = 8 blocks of
+// 34 bytes = 272 bytes; a 256 x 256 matrix 69632 bytes). Per layer: q, k, v,
+// o, gate, up, down (7 x 69632) and two norms (2 x 1024 F32): 489472 bytes.
+// The head: output 69632 + its norm 1024 = 70656. The KV cache: K and V of
+// one head of 256 in f16, 1024 bytes a position a layer.
+static seam_model counted;
+
+static void load_counted(int layers) {
+    char path[4096], text[1024];
+    snprintf(path, sizeof path, "%s", test_path("counted.shape"));
+    snprintf(text, sizeof text,
+             "general.architecture = llama\nllama.block_count = %d\nllama.embedding_length = 256\n"
+             "llama.feed_forward_length = 256\nllama.attention.head_count = 1\nvocab_size = 256\nftype = Q8_0\n",
+             layers);
+    cr_assert_eq(test_write_file(path, text, strlen(text)), 0);
+    seam_error e = {{0}};
+    cr_assert_eq(shape_model(path, &counted, &e), 0, "%s", e.msg);
+    cr_assert_eq(model_layer_active_bytes(&counted, 0), 489472);
+}
+
+static hw_profile profile(bool gpu) {
+    hw_profile hw;
+    seam_error e = {{0}};
+    // 1 GB/s = one byte a nanosecond: bytes / 1000 = microseconds
+    const char *cpu = "name = counted\ncpu_read_gbs = 1 # measured: by hand\n";
+    const char *with_gpu = "name = counted\ncpu_read_gbs = 1 # measured: by hand\n"
+                           "gpu_mem_gib = 1 # published: x\ngpu_peak_gbs = 2 # published: x\n"
+                           "gpu_efficiency = 0.5 # derived: x\ngpu_kernel_us = 1 # published: x\n"
+                           "gpu_kernels_per_layer = 10 # derived: x\nlaunch_us = 3 # published: x\n"
+                           "pcie_gbs = 0.5 # published: x\npcie_us = 2 # published: x\n";
+    cr_assert_eq(hw_parse(&hw, gpu ? with_gpu : cpu, "counted.hw", &e), 0, "%s", e.msg);
+    return hw;
+}
+
+static seam_prediction predict(int gpu_layers, int head, seam_overflow overflow, const hw_profile *hw) {
+    const seam_plan_request req = {.gpu_layers = gpu_layers, .head = head, .overflow = overflow, .n_ctx = 100,
+                                   .gpu_budget = hw->has_gpu ? 1ull << 30 : 0};
+    seam_plan p;
+    seam_prediction pr;
+    seam_error e = {{0}};
+    cr_assert_eq(plan_make(&p, &counted, &req, &e), 0, "%s", e.msg);
+    cr_assert_eq(predict_token(&counted, &p, hw, 1, 100, &pr, &e), 0, "%s", e.msg);
+    return pr;
+}
+
+#define NEAR(a, b) cr_expect(fabs((a) - (b)) < 1e-6, "%s = %.6f, expected %.6f", #a, (double)(a), (double)(b))
+
+Test(predict, cpu_only_token_is_bytes_over_bandwidth) {
+    load_counted(1);
+    const hw_profile hw = profile(false);
+    const seam_prediction pr = predict(0, -1, OVERFLOW_CPU, &hw);
+    // embedding row 272 B; the layer 489472 B of weights + 100 positions x
+    // 1024 B of KV; the head 70656 B; all at one byte a nanosecond
+    NEAR(pr.part_us[PART_EMBED], 0.272);
+    NEAR(pr.part_us[PART_CPU_LAYERS], 489.472 + 102.4);
+    NEAR(pr.part_us[PART_HEAD], 70.656);
+    NEAR(pr.token_us, 0.272 + 591.872 + 70.656);
+    NEAR(pr.tok_s, 1e6 / 662.8);
+    NEAR(pr.gpu_idle_us, 0);
+    model_free(&counted);
+}
+
+Test(predict, all_on_the_gpu) {
+    load_counted(1);
+    const hw_profile hw = profile(true);
+    const seam_prediction pr = predict(1, -1, OVERFLOW_CPU, &hw);
+    // the GPU reads at 2 x 0.5 = 1 GB/s; a crossing is 2 us + bytes at 0.5 GB/s
+    const double h2d = 2 + 1024 / 500.0, layer = 591.872 + 10 * 1, head = 70.656 + 3 * 1, logits = 2 + 1024 / 500.0;
+    NEAR(pr.part_us[PART_LAUNCH], 3);
+    NEAR(pr.part_us[PART_GPU_LAYERS], layer);
+    NEAR(pr.part_us[PART_HEAD], head);
+    NEAR(pr.part_us[PART_CROSSING], h2d + logits);
+    NEAR(pr.token_us, 0.272 + 3 + h2d + layer + head + logits);
+    NEAR(pr.gpu_busy_us, layer + head);
+    NEAR(pr.gpu_idle_us, 0.272 + 3 + h2d + logits);
+    model_free(&counted);
+}
+
+Test(predict, a_split_crosses_twice_and_idles_the_gpu) {
+    load_counted(2);
+    const hw_profile hw = profile(true);
+    const seam_prediction pr = predict(1, -1, OVERFLOW_CPU, &hw);
+    // layer 0 on the GPU, layer 1 and the head on the CPU
+    const double cross = 2 + 1024 / 500.0, gpu = 591.872 + 10, cpu = 591.872, head = 70.656;
+    NEAR(pr.part_us[PART_GPU_LAYERS], gpu);
+    NEAR(pr.part_us[PART_CPU_LAYERS], cpu);
+    NEAR(pr.part_us[PART_HEAD], head);
+    NEAR(pr.part_us[PART_CROSSING], 2 * cross);
+    NEAR(pr.token_us, 0.272 + 3 + 2 * cross + gpu + cpu + head);
+    NEAR(pr.gpu_idle_us, pr.token_us - gpu);
+    // the steps run in the data flow's order
+    static const predict_lane lanes[] = {LANE_CPU, LANE_CPU, LANE_BUS, LANE_GPU, LANE_BUS, LANE_CPU, LANE_CPU};
+    cr_assert_eq(pr.n_steps, 7);
+    for (int i = 0; i < 7; i++) cr_expect_eq(pr.step[i].lane, lanes[i], "step %d (%s)", i, pr.step[i].what);
+    // mapped: layer 1 runs on the GPU reading its weights at the bus's 0.5 GB/s
+    const seam_prediction mapped = predict(1, -1, OVERFLOW_MAPPED, &hw);
+    NEAR(mapped.part_us[PART_GPU_LAYERS], gpu + 489472 / 500.0 + 102.4 + 10);
+    NEAR(mapped.part_us[PART_CPU_LAYERS], 0);
+    model_free(&counted);
+}
+
+Test(predict, refuses_what_the_profile_cannot_answer) {
+    load_counted(1);
+    hw_profile hw;
+    seam_error e = {{0}};
+    cr_assert_eq(hw_parse(&hw, "name = g\n" GPU_KEYS, "g.hw", &e), 0, "%s", e.msg);
+    const seam_plan_request req = {.gpu_layers = 0, .head = -1, .n_ctx = 8, .gpu_budget = 1ull << 30};
+    seam_plan p;
+    seam_prediction pr;
+    cr_assert_eq(plan_make(&p, &counted, &req, &e), 0, "%s", e.msg);
+    cr_expect_neq(predict_token(&counted, &p, &hw, 1, 8, &pr, &e), 0);
+    cr_expect(strstr(e.msg, "no CPU figures"), "%s", e.msg);
+    const hw_profile cpu = profile(false);
+    const seam_plan_request on_gpu = {.gpu_layers = 1, .head = -1, .n_ctx = 8, .gpu_budget = 1ull << 30};
+    cr_assert_eq(plan_make(&p, &counted, &on_gpu, &e), 0, "%s", e.msg);
+    cr_expect_neq(predict_token(&counted, &p, &cpu, 1, 8, &pr, &e), 0);
+    cr_expect(strstr(e.msg, "has no GPU"), "%s", e.msg);
+    model_free(&counted);
+}
+
+// ---------------------------------------------------------------- shape files
+
+// seam plan --shape binds the same tensor table seam-synth writes.
+Test(shape, the_model_of_a_shape_file_is_the_synthesised_file) {
+    static const char *const SHAPES[] = {"tiny", "moe-small"};
+    for (size_t s = 0; s < sizeof SHAPES / sizeof *SHAPES; s++) {
+        char shape[4096], gguf[4096], cmd[12288];
+        snprintf(shape, sizeof shape, "%s/models/%s.shape", SEAM_SOURCE_DIR, SHAPES[s]);
+        snprintf(gguf, sizeof gguf, "%s", test_path("shape-check.gguf"));
+        snprintf(cmd, sizeof cmd, "%s/seam-synth %s -o %s 2>/dev/null", SEAM_BINARY_DIR, shape, gguf);
+        cr_assert_eq(system(cmd), 0, "seam-synth failed: %s", cmd);
+        seam_model from_shape, from_file;
+        seam_error e = {{0}};
+        cr_assert_eq(shape_model(shape, &from_shape, &e), 0, "%s", e.msg);
+        cr_assert_eq(model_load(&from_file, gguf, &e), 0, "%s", e.msg);
+        cr_expect_eq(from_shape.file.n_tensors, from_file.file.n_tensors);
+        // the same data section (seam-synth's header also holds the vocabulary)
+        const uint64_t data_a = from_shape.file.size - from_shape.file.data_offset,
+                       data_b = from_file.file.size - from_file.file.data_offset;
+        cr_expect_eq(data_a, data_b, "the shape's data is %llu bytes, seam-synth's %llu", (unsigned long long)data_a,
+                     (unsigned long long)data_b);
+        for (uint64_t i = 0; i < from_file.file.n_tensors; i++) {
+            const gguf_tensor *a = &from_shape.file.tensors[i], *b = &from_file.file.tensors[i];
+            cr_expect(a->type == b->type && a->n_bytes == b->n_bytes && a->offset == b->offset &&
+                          a->name.len == b->name.len && !memcmp(a->name.ptr, b->name.ptr, a->name.len),
+                      "%s: tensor %llu differs", SHAPES[s], (unsigned long long)i);
+        }
+        cr_expect_eq(model_bytes_per_token(&from_shape), model_bytes_per_token(&from_file));
+        model_free(&from_shape);
+        model_free(&from_file);
+    }
+}
+
+Test(shape, a_bad_shape_file_is_refused) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", test_path("bad.shape"));
+    const char *text = "general.architecture = llama\nllama.block_count = 2\n";
+    cr_assert_eq(test_write_file(path, text, strlen(text)), 0);
+    seam_model m;
+    seam_error e = {{0}};
+    cr_assert_neq(shape_model(path, &m, &e), 0);
+    cr_expect(strstr(e.msg, "missing key 'embedding_length'"), "%s", e.msg);
+}
