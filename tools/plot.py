@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """plot.py -- seam's numbers as figures (matplotlib), each written as SVG and PNG.
 
 The data is what seam writes:
@@ -14,7 +14,9 @@ The data is what seam writes:
   tools/plot.py waterfall -o OUT (--pred P.json --ngl N | --timeline T.json [--token K])
       one token on three lanes (GPU, bus, CPU) against time: the GPU idle while the CPU works
 
-OUT is a path without extension: OUT.svg and OUT.png are written.
+OUT is a path without extension: OUT.svg and OUT.png are written. It runs
+under Debian's python3 (/usr/bin/python3), whose python3-matplotlib
+scripts/deps.sh installs.
 """
 import argparse
 import json
@@ -91,7 +93,7 @@ def curve(args):
 
 def parts(args):
     p = load(args.pred[0])
-    preds = sorted(p["predictions"], key=lambda q: q["n_gpu_layers"])
+    preds = sorted({q["n_gpu_layers"]: q for q in p["predictions"]}.values(), key=lambda q: q["n_gpu_layers"])
     xs = [q["n_gpu_layers"] for q in preds]
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     bottom = [0.0] * len(preds)
@@ -160,6 +162,10 @@ def waterfall(args):
         if us > 0.06 * total:
             ax.text((t + us / 2) / 1e3, y, what, ha="center", va="center", fontsize=7, color="white")
         t += us
+    bus = [s[2] for s in steps if s[0] == "bus"]
+    if bus:  # crossings of a few KiB take microseconds: too thin to see at this scale, so say them
+        ax.text(0.01, LANES.index("bus") / (len(LANES) - 1) * 0.78 + 0.11, f"{len(bus)} crossings, {sum(bus):.0f} us in all",
+                transform=ax.transAxes, fontsize=8, color=PART_COLOURS["crossings"], va="center")
     gpu_busy = sum(s[2] for s in steps if s[0] == "GPU")
     if gpu_busy:
         ax.text(1.0, 1.02, f"GPU idle {100 * (1 - gpu_busy / total):.0f}% of the token", transform=ax.transAxes,
