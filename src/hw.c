@@ -13,7 +13,7 @@
 #include "cpu/speed.h"
 
 const char *const hw_key_name[HW_KEYS] = {
-    "cpu_threads", "cpu_read_gbs", "cpu_read_gbs_1", "cpu_attn_gbs", "cpu_call_us", "cpu_llc_mib",
+    "cpu_threads", "cpu_read_gbs", "cpu_read_gbs_1", "cpu_attn_gbs", "cpu_attn_pos_ns", "cpu_call_us", "cpu_llc_mib",
     "gpu_mem_gib", "gpu_peak_gbs", "gpu_efficiency", "gpu_kernel_us", "gpu_kernels_per_layer", "gpu_count",
     "launch_us", "pcie_gbs", "pcie_us",
 };
@@ -23,7 +23,7 @@ static const char *const SOURCES[] = {"measured", "published", "derived", "fitte
 // Which group a key belongs to, and whether the group needs it.
 static bool is_gpu_key(hw_key k) { return k >= HW_GPU_MEM_GIB; }
 static bool is_optional(hw_key k) {
-    return k == HW_CPU_THREADS || k == HW_CPU_READ_GBS_1 || k == HW_CPU_ATTN_GBS || k == HW_CPU_CALL_US || k == HW_CPU_LLC_MIB ||
+    return k == HW_CPU_THREADS || k == HW_CPU_READ_GBS_1 || k == HW_CPU_ATTN_GBS || k == HW_CPU_ATTN_POS_NS || k == HW_CPU_CALL_US || k == HW_CPU_LLC_MIB ||
            k == HW_GPU_KERNELS_PER_LAYER ||
            k == HW_GPU_COUNT;
 }
@@ -205,8 +205,14 @@ int hw_measure_cpu(hw_profile *hw, int n_threads, seam_error *e) {
             rc = seam_fail(e, "out of memory measuring the kernels' streaming speed");
     if (rc) return pool_destroy(pool), -1;
     set_measured(hw, HW_CPU_THREADS, n_threads, when, "the threads the probes ran on (-t)");
-    set_measured(hw, HW_CPU_ATTN_GBS, cpu_speed_attention(), when,
-                 "one head over 512 cached positions, best of 31 (cpu_speed_attention)");
+    // heads of 64 and of 256: a position costs pos_ns + its K and V bytes / gbs
+    const double a64 = cpu_speed_attention(64), a256 = cpu_speed_attention(256);
+    const double b64 = 64 * 2 * 2, b256 = 256 * 2 * 2;  // K and V bytes of a position
+    const double per_byte = (b256 / a256 - b64 / a64) / (b256 - b64), pos_ns = b64 / a64 - b64 * per_byte;
+    set_measured(hw, HW_CPU_ATTN_GBS, per_byte > 0 ? 1 / per_byte : a256, when,
+                 "one head over 512 cached positions, heads of 64 and 256, best of 31 (cpu_speed_attention)");
+    set_measured(hw, HW_CPU_ATTN_POS_NS, pos_ns > 0.01 ? pos_ns : 0.01, when,
+                 "one head over 512 cached positions, heads of 64 and 256, best of 31 (cpu_speed_attention)");
     // the kernel's view of the last cache (glibc's sysconf reads cpuid,
     // which a virtual machine may fill with its host's figure)
     FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");

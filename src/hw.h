@@ -30,6 +30,7 @@ typedef enum {
     HW_CPU_READ_GBS,    // read bandwidth on cpu_threads threads, GB/s
     HW_CPU_READ_GBS_1,  // one thread's read bandwidth, GB/s: fewer threads read min(t * this, cpu_read_gbs)
     HW_CPU_ATTN_GBS,    // optional: one thread's attention speed, bytes of cached K and V per query head per second (GB/s)
+    HW_CPU_ATTN_POS_NS, // optional: and its fixed cost per position (score, softmax, weight), ns
     HW_CPU_CALL_US,     // optional: what one matvec (or attention) call costs beyond its bytes and rows, us
     HW_CPU_LLC_MIB,     // optional: last-level cache; a CPU part whose weights fit runs at its kernels' in-cache speed
     // GPU

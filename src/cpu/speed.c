@@ -57,10 +57,11 @@ int cpu_speed_dot(uint32_t type, int64_t cols, int rows, const cpu_kernels *cons
     return 0;
 }
 
-double cpu_speed_attention(void) {
-    enum { POS = 512, HD = 128 };
+double cpu_speed_attention(int head_dim) {
+    enum { POS = 512, MAX_HD = 512 };
+    const int HD = head_dim < MAX_HD ? head_dim : MAX_HD;
     seam_f16 *k = malloc(sizeof(seam_f16) * POS * HD), *v = malloc(sizeof(seam_f16) * POS * HD);
-    float *scratch = malloc(sizeof(float) * cpu_attention_scratch_floats(POS, HD)), q[HD], out[HD];
+    float *scratch = malloc(sizeof(float) * cpu_attention_scratch_floats(POS, HD)), q[MAX_HD], out[MAX_HD];
     if (!k || !v || !scratch) return free(k), free(v), free(scratch), 0;
     uint64_t s = 7;
     for (int i = 0; i < POS * HD; i++) k[i] = seam_f32_to_f16(uniform(&s)), v[i] = seam_f32_to_f16(uniform(&s));
