@@ -52,7 +52,8 @@ def save(fig, out):
 
 
 def placement(overflow, head):
-    return overflow if head in ("auto", None) else f"{overflow}, head on the {head.upper()}"
+    where = "with the last layer" if head in ("auto", None) else f"on the {head.upper()}"
+    return f"overflow {overflow}, head {where}"
 
 
 def curve(args):
