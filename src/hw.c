@@ -210,9 +210,9 @@ int hw_measure_cpu(hw_profile *hw, int n_threads, seam_error *e) {
     const double b64 = 64 * 2 * 2, b256 = 256 * 2 * 2;  // K and V bytes of a position
     const double per_byte = (b256 / a256 - b64 / a64) / (b256 - b64), pos_ns = b64 / a64 - b64 * per_byte;
     set_measured(hw, HW_CPU_ATTN_GBS, per_byte > 0 ? 1 / per_byte : a256, when,
-                 "one head over 512 cached positions, heads of 64 and 256, best of 31 (cpu_speed_attention)");
+                 "one head over 512 cached positions of 32 layers, heads of 64 and 256 (cpu_speed_attention)");
     set_measured(hw, HW_CPU_ATTN_POS_NS, pos_ns > 0.01 ? pos_ns : 0.01, when,
-                 "one head over 512 cached positions, heads of 64 and 256, best of 31 (cpu_speed_attention)");
+                 "one head over 512 cached positions of 32 layers, heads of 64 and 256 (cpu_speed_attention)");
     // the kernel's view of the last cache (glibc's sysconf reads cpuid,
     // which a virtual machine may fill with its host's figure)
     FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");

@@ -28,8 +28,9 @@ int cpu_speed_dot(uint32_t type, int64_t cols, int rows, const cpu_kernels *cons
 double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes);
 
 // One thread's attention of one query head over 512 cached positions of
-// head_dim (f16 K and V, in cache), as decode runs it (cpu_attention_head):
-// GB/s of K and V bytes.
+// head_dim (f16 K and V), as decode runs it (cpu_attention_head), cycled
+// over 32 layers' caches (past the L2, as a model's are): GB/s of K and V
+// bytes, the best of 9 cycles.
 double cpu_speed_attention(int head_dim);
 
 // What one matvec call costs beyond its blocks and rows: cpu_matvec cycled
