@@ -240,11 +240,6 @@ int hw_measure_cpu(hw_profile *hw, int n_threads, seam_error *e) {
     set_measured(hw, HW_CPU_CALL_US,
                  cpu_speed_matvec_call(pool, hw->cpu_dot_gbs[GGML_TYPE_Q4_K], hw->cpu_dot_row_ns[GGML_TYPE_Q4_K]), when, how);
     pool_destroy(pool);
-    snprintf(how, sizeof how, "128 matvecs of 256x256 Q4_K cycled on %d thread%s, less their kernels' time, median of 15 "
-             "(cpu_speed_matvec_call)", n_threads, n_threads > 1 ? "s" : "");
-    set_measured(hw, HW_CPU_CALL_US,
-                 cpu_speed_matvec_call(pool, hw->cpu_dot_gbs[GGML_TYPE_Q4_K], hw->cpu_dot_row_ns[GGML_TYPE_Q4_K]), when, how);
-    pool_destroy(pool);
     snprintf(hw->dot_source, sizeof hw->dot_source,
              "measured: %s, the %s kernels: dot on 4 MiB of rows of 256 and of 4096 weights (cpu_speed_dot), "
              "matvec streaming 256 MiB on %d thread%s (cpu_speed_stream)", when, fast->name, n_threads,

@@ -619,7 +619,12 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
         req.gpu_layers = o->n_ngl ? o->ngl_list[i] : o->gpu_layers;
         seam_plan p;
         seam_prediction pr;
-        if (plan_make(&p, m, &req, &err) || predict_token(m, &p, &hw, threads, o->n_ctx, &pr, &err)) {
+        // --head gpu with layers left to the CPU: llama.cpp's placement, which
+        // the engine refuses and the prediction models
+        req.head = o->head == DEV_GPU ? -1 : o->head;
+        const int planned = plan_make(&p, m, &req, &err);
+        if (!planned && o->head == DEV_GPU) predict_move_head_to_gpu(&p, m);
+        if (planned || predict_token(m, &p, &hw, threads, o->n_ctx, &pr, &err)) {
             fprintf(stderr, "seam plan: -ngl %d: %s\n", req.gpu_layers, err.msg);
             rc = 1;
             continue;

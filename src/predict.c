@@ -276,6 +276,16 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
     return 0;
 }
 
+void predict_move_head_to_gpu(seam_plan *p, const seam_model *m) {
+    if (p->head == DEV_GPU) return;
+    const uint64_t head = m->w.output_norm.n_bytes + (m->w.tied_output ? 0 : m->w.output.n_bytes);
+    p->weights[DEV_CPU] -= head;
+    p->weights[DEV_GPU] += head + (m->w.tied_output ? m->w.output.n_bytes : 0);  // a tied head: a copy on the GPU
+    p->scratch[DEV_CPU] -= 4ull * (uint64_t)m->cfg.n_vocab;
+    p->scratch[DEV_GPU] += 4ull * (uint64_t)m->cfg.n_vocab;
+    p->head = DEV_GPU;
+}
+
 void predict_print_header(FILE *out) {
     fprintf(out, "%5s %-7s %-4s %8s %9s | %9s %9s %9s %9s %9s %9s | %9s\n", "ngl", "place", "head", "tok/s", "ms/token",
             "GPU lay", "CPU lay", "head", "crossing", "launch", "embed", "GPU idle");

@@ -75,6 +75,13 @@ typedef struct {
 int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw, int n_threads, int fill,
                   seam_prediction *out, seam_error *e);
 
+// The plan with its output head moved to the GPU whatever computes the last
+// layers: the placement llama.cpp can make (its output tensor on the GPU)
+// and seam's engine refuses (plan_make: --head gpu needs every layer on the
+// GPU). For predictions only: the hidden state then crosses to the GPU
+// before the head.
+void predict_move_head_to_gpu(seam_plan *p, const seam_model *m);
+
 // Kernels seam's GPU forward (gpu_segment.c) launches for one layer of this
 // configuration: the default of gpu_kernels_per_layer.
 int predict_layer_kernels(const seam_config *c);
