@@ -70,6 +70,7 @@ typedef struct {
     double gpu_gbs;  // peak * efficiency
     double kv_per_pos;  // bytes of K and V of one position of one layer
     bool in_cache;      // the CPU's weights fit its last-level cache: no streaming from memory
+    bool streams;       // the profile has the kernels' streaming speeds (which hold each call's cost)
 } ctx;
 
 static double hw_get(const hw_profile *hw, hw_key k, double def) { return hw->set[k] ? hw->v[k] : def; }
@@ -112,7 +113,11 @@ static double cpu_attention_us(const ctx *x, int il, int fill) {
     return 1e-3 * (mem > cmp ? mem : cmp);
 }
 
-static double calls_us(const ctx *x, int calls) { return calls * hw_get(x->hw, HW_CPU_CALL_US, 0); }
+// The fixed cost of the calls, for weights in cache: the streaming speed of
+// weights from memory already holds it (cpu_speed_stream calls per MiB).
+static double calls_us(const ctx *x, int calls) {
+    return x->in_cache || !x->streams ? calls * hw_get(x->hw, HW_CPU_CALL_US, 0) : 0;
+}
 
 static double gpu_layer_us(const ctx *x, uint64_t weight_bytes, double weight_gbs, int il, int fill) {
     const double kv = attended(x->c, il, fill) * x->kv_per_pos;
@@ -181,7 +186,9 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
     uint64_t cpu_set = p->head == DEV_CPU ? m->w.output.n_bytes : 0;
     for (int il = computed; il < L; il++) cpu_set += model_layer_bytes(m, il);
     cpu_set += (uint64_t)((double)engine_kv_bytes(c, fill) / L * (L - computed));
-    const ctx x = {.hw = hw, .c = c, .threads = n_threads, .cpu_gbs = cpu_gbs,
+    bool streams = false;
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) streams |= hw->cpu_stream_gbs[t] > 0;
+    const ctx x = {.hw = hw, .c = c, .threads = n_threads, .cpu_gbs = cpu_gbs, .streams = streams,
                    .gpu_gbs = hw->v[HW_GPU_PEAK_GBS] * hw->v[HW_GPU_EFFICIENCY],
                    .kv_per_pos = (double)engine_kv_bytes(c, 1) / L,
                    .in_cache = hw->set[HW_CPU_LLC_MIB] && cpu_set <= hw->v[HW_CPU_LLC_MIB] * 1048576.0};

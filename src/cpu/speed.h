@@ -21,10 +21,11 @@
 int cpu_speed_dot(uint32_t type, int64_t cols, int rows, const cpu_kernels *const *sets, int n_sets, double *gbs);
 
 // cpu_matvec over `bytes` of rows of 1024 weights of `type` (far larger than
-// the caches) on the pool's threads: GB/s of weight bytes streamed from
-// memory through the kernels, the median of 5 after a warm-up; -1 when out
-// of memory. What decode's big matrices reach: the read bandwidth, less
-// what the kernels' own work keeps the threads from reading.
+// the caches), one call per MiB of rows, on the pool's threads: GB/s of
+// weight bytes streamed from memory through the kernels, the median of 5
+// after a warm-up; -1 when out of memory. What decode's matrices reach: the
+// read bandwidth, less what the kernels' own work and each call's start and
+// finish keep the threads from reading.
 double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes);
 
 // One thread's attention of one query head over 512 cached positions of
