@@ -49,7 +49,7 @@ int geglu_init(seam_error *e) {
     const float sqrt_2_over_pi = 0.79788456080286535587989211986876f, coef_a = 0.044715f;
     for (int i = 0; i < 1 << 16; i++) {
         const float x = seam_f16_to_f32((seam_f16)i);
-        table[i] = f16_bits(0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + coef_a * x * x))));
+        table[i] = f16_bits(0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * fmaf(coef_a * x, x, 1.0f))));
     }
     void *dst = NULL;
     const cudaError_t err = cudaGetSymbolAddress(&dst, gelu_table);

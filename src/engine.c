@@ -10,15 +10,40 @@
 #include "gpu_segment.h"
 #include "prefill.h"
 
-uint64_t engine_kv_bytes(const seam_config *c, int n_ctx) {
-    return 2ull * (uint64_t)c->n_layers * (uint64_t)n_ctx * (uint64_t)c->n_kv_heads *
-           (uint64_t)c->head_dim * sizeof(seam_f16);
+// Lays out the cache of kv's types for n_ctx positions in one allocation,
+// written through (see engine_init_kv).
+static int kv_alloc(seam_kv_cache *kv, const seam_config *c, seam_kv_config cfg, int n_ctx, seam_error *e) {
+    const uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
+    kv->cfg = cfg;
+    kv->k_row = ggml_row_bytes(plan_kv_ggml_type[cfg.k], kv_dim);
+    kv->v_row = ggml_row_bytes(plan_kv_ggml_type[cfg.v], kv_dim);
+    plan_kv_rotation(c, cfg, &kv->rot_k, &kv->rot_v);
+    kv->bytes = 0;
+    for (int il = 0; il < c->n_layers; il++) {
+        kv->rows[il] = plan_kv_rows(c, cfg, il, n_ctx);
+        kv->bytes += plan_kv_bytes(c, cfg, (uint64_t)kv->rows[il]);
+    }
+    if (kv->bytes > SIZE_MAX || !(kv->mem = malloc((size_t)kv->bytes)))
+        return seam_fail(e, "out of memory for the KV cache (%d positions: %.1f MiB); lower -c or use -ctk/-ctv q8_0",
+                         n_ctx, (double)kv->bytes / (1 << 20));
+    memset(kv->mem, 0, (size_t)kv->bytes);
+    uint8_t *p = kv->mem;
+    for (int il = 0; il < c->n_layers; il++) {
+        kv->k[il] = p, p += (size_t)kv->rows[il] * kv->k_row;
+        kv->v[il] = p, p += (size_t)kv->rows[il] * kv->v_row;
+    }
+    return 0;
 }
 
 int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e) {
+    return engine_init_kv(eng, m, n_ctx, (seam_kv_config){0}, e);
+}
+
+int engine_init_kv(seam_engine *eng, const seam_model *m, int n_ctx, seam_kv_config kv, seam_error *e) {
     memset(eng, 0, sizeof *eng);
     const seam_config *c = &m->cfg;
     if (n_ctx < 1) return seam_fail(e, "context size must be at least 1 (got %d)", n_ctx);
+    if (plan_kv_check(c, kv, e)) return -1;
     eng->model = m;
     eng->n_ctx = n_ctx;
     const int q_dim = c->n_heads * c->head_dim;
@@ -28,7 +53,6 @@ int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e)
     // (and unchecked by any tensor), so it must not size a buffer
     const int n_hidden = c->n_expert ? c->n_ff_exp : c->n_ff;
     const int widest = wide > n_hidden ? wide : n_hidden;
-    const size_t kv_elems = (size_t)c->n_layers * (size_t)n_ctx * (size_t)kv_dim;
     seam_state *s = &eng->s;
     s->x = calloc((size_t)c->n_embd, sizeof(float));
     s->xb = calloc((size_t)wide, sizeof(float));
@@ -44,13 +68,14 @@ int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e)
     s->logits = calloc((size_t)c->n_vocab, sizeof(float));
     s->rope_angles = calloc(2 * (size_t)c->rope_dim, sizeof(float));
     s->act = malloc(cpu_matvec_scratch_bytes(widest));
-    s->key_cache = calloc(kv_elems, sizeof(seam_f16));
-    s->value_cache = calloc(kv_elems, sizeof(seam_f16));
     if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->router || !s->moe ||
-        !s->logits || !s->rope_angles || !s->act || !s->key_cache || !s->value_cache) {
+        !s->logits || !s->rope_angles || !s->act) {
         engine_free(eng);
-        return seam_fail(e, "out of memory for the activations and the KV cache (%d positions: %.1f MiB); "
-                            "lower -c", n_ctx, (double)engine_kv_bytes(c, n_ctx) / (1 << 20));
+        return seam_fail(e, "out of memory for the activations of one token");
+    }
+    if (kv_alloc(&s->kv, c, kv, n_ctx, e)) {
+        engine_free(eng);
+        return -1;
     }
     return 0;
 }
@@ -59,7 +84,7 @@ void engine_free(seam_engine *eng) {
     seam_state *s = &eng->s;
     free(s->x), free(s->xb), free(s->xb2), free(s->q), free(s->k), free(s->v), free(s->att);
     free(s->hb), free(s->hb2), free(s->router), free(s->moe), free(s->logits), free(s->rope_angles), free(s->act);
-    free(s->key_cache), free(s->value_cache);
+    free(s->kv.mem);
     pool_destroy(eng->pool);
     gpu_segment_free(eng->gpu);
     timeline_free(&eng->timeline);
@@ -135,16 +160,30 @@ void engine_qkv_ready(seam_engine *eng, const seam_layer_weights *l, int il, int
     }
     rope(c, il, angles, q, k);
     if (c->q_scale != 1.0f) cpu_scale(q, c->q_scale, q_dim);
-    // as f16, like llama.cpp's default cache type
-    const size_t row = ((size_t)il * eng->n_ctx + (size_t)pos) * kv_dim;
-    cpu_to_f16(eng->s.key_cache + row, k, kv_dim);
-    cpu_to_f16(eng->s.value_cache + row, v, kv_dim);
+    // in the cache's types (llama.cpp's default: f16); a q8_0 cache takes
+    // them turned, as llama.cpp's does (plan_kv_rotation)
+    seam_kv_cache *kv = &eng->s.kv;
+    if (kv->rot_k) cpu_fwht(q, q_dim, kv->rot_k), cpu_fwht(k, kv_dim, kv->rot_k);
+    if (kv->rot_v) cpu_fwht(v, kv_dim, kv->rot_v);
+    const size_t row = (size_t)(pos % kv->rows[il]);
+    cpu_kv_store(plan_kv_ggml_type[kv->cfg.k], kv->k[il] + row * kv->k_row, k, kv_dim);
+    cpu_kv_store(plan_kv_ggml_type[kv->cfg.v], kv->v[il] + row * kv->v_row, v, kv_dim);
+}
+
+void engine_attention_out(const seam_engine *eng, float *out) {
+    const seam_config *c = &eng->model->cfg;
+    if (eng->s.kv.rot_v) cpu_fwht(out, (int64_t)c->n_heads * c->head_dim, eng->s.kv.rot_v);
+}
+
+cpu_kv engine_kv_layer(const seam_engine *eng, int il) {
+    const seam_kv_cache *kv = &eng->s.kv;
+    return (cpu_kv){.k = kv->k[il], .v = kv->v[il], .k_row = kv->k_row, .v_row = kv->v_row, .k_type = plan_kv_ggml_type[kv->cfg.k],
+                    .v_type = plan_kv_ggml_type[kv->cfg.v], .ring = kv->rows[il]};
 }
 
 static void attention_block(seam_engine *eng, const seam_layer_weights *l, int il, int pos) {
     const seam_config *c = &eng->model->cfg;
     seam_state *s = &eng->s;
-    const int kv_dim = c->n_kv_heads * c->head_dim;
 
     cpu_rmsnorm(s->xb, s->x, l->attn_norm.data, c->n_embd, c->rms_eps);
 
@@ -157,11 +196,11 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
 
     // each query head attends over positions t0..pos of its KV head (a sliding
     // layer sees only the last n_swa of them)
-    const size_t layer_off = (size_t)il * eng->n_ctx * kv_dim;
-    const int t0 = c->layer_swa[il] && pos + 1 > c->n_swa ? pos + 1 - c->n_swa : 0, t1 = pos + 1;
-    cpu_attention(eng->pool, 1, s->xb, 0, s->q, 0, s->key_cache + layer_off,
-                  s->value_cache + layer_off, c->n_heads, c->n_kv_heads, c->head_dim, &t0, &t1,
+    const int t1 = pos + 1, t0 = t1 - plan_kv_visible(c, il, pos);
+    const cpu_kv kv = engine_kv_layer(eng, il);
+    cpu_attention(eng->pool, 1, s->xb, 0, s->q, 0, &kv, c->n_heads, c->n_kv_heads, c->head_dim, &t0, &t1,
                   c->kq_scale, s->att, cpu_attention_scratch_floats(eng->n_ctx, c->head_dim));
+    engine_attention_out(eng, s->xb);
 
     // output projection (gemma3 norms it), back into the residual stream
     cpu_matvec(eng->pool, &l->wo, s->xb, s->xb2, s->act);

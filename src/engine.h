@@ -9,6 +9,23 @@
 #include "quant.h"
 #include "timeline.h"
 
+// The KV cache (plan.h's seam_kv_config): per layer, a row of keys and a
+// row of values per position it holds, each kv_dim = n_kv_heads * head_dim
+// values in the cache's type (f16, or q8_0 blocks of 32 of which a head
+// holds whole ones), heads one after another. A full layer holds positions
+// 0..n_ctx-1 in rows 0..n_ctx-1; a sliding layer a ring of rows[il]
+// positions, position p in row p % rows[il] (plan_kv_rows).
+typedef struct {
+    seam_kv_config cfg;
+    size_t k_row, v_row;          // bytes of one position's keys and values
+    int rot_k, rot_v;             // Walsh-Hadamard blocks of keys (and queries) and values; 0: none (plan_kv_rotation)
+    int rows[SEAM_MAX_LAYERS];    // positions layer il holds
+    uint8_t *k[SEAM_MAX_LAYERS];  // (rows[il], k_row) bytes, within mem
+    uint8_t *v[SEAM_MAX_LAYERS];  // (rows[il], v_row) bytes, within mem
+    uint8_t *mem;                 // every layer's keys and values (plan_kv_bytes of all the rows)
+    uint64_t bytes;
+} seam_kv_cache;
+
 // The activations of one token and the KV cache: everything the forward pass
 // writes. Shapes beside each buffer.
 typedef struct {
@@ -27,8 +44,7 @@ typedef struct {
     float *logits;   // (n_vocab) the CPU head's output (a GPU head's logits are the GPU segment's, pinned)
     float *rope_angles;  // (4, rope_dim / 2) this token's RoPE cos, sin: global layers', then sliding layers'
     void *act;       // quantised activation scratch (cpu_matvec_scratch_bytes of the widest input)
-    seam_f16 *key_cache;    // (n_layers, n_ctx, n_kv_heads * head_dim)
-    seam_f16 *value_cache;  // (n_layers, n_ctx, n_kv_heads * head_dim)
+    seam_kv_cache kv;
 } seam_state;
 
 typedef struct {
@@ -43,6 +59,11 @@ typedef struct {
     int n_run;               // tokens run so far (the timeline's token index)
 } seam_engine;
 
+// An engine for contexts of n_ctx positions, its KV cache of kv's types
+// (engine_init: f16, as llama.cpp's default). The cache is written once
+// here, so that the memory it takes is resident from the start, as
+// llama.cpp clears its own.
+int engine_init_kv(seam_engine *eng, const seam_model *m, int n_ctx, seam_kv_config kv, seam_error *e);
 int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e);
 void engine_free(seam_engine *eng);
 
@@ -56,9 +77,6 @@ int engine_set_threads(seam_engine *eng, int n_threads, seam_error *e);
 // segment as one CUDA graph (off: one launch per op, to measure the
 // difference).
 int engine_place(seam_engine *eng, const seam_plan *plan, bool use_graph, seam_error *e);
-
-// Bytes of KV cache and of activation scratch engine_init will allocate.
-uint64_t engine_kv_bytes(const seam_config *c, int n_ctx);
 
 // Runs token at position pos (0 <= pos < n_ctx; earlier positions already in
 // the cache) and returns the logits (n_vocab), valid until the next call.

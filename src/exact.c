@@ -98,7 +98,7 @@ void exact_softmax(float *x, int t0, int t1, int n) {
 }
 
 void exact_attention_values(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim,
-                            int64_t stride, float *scratch) {
+                            int64_t stride, int ring, float *scratch) {
     // the positions form ggml's dot of length n_kv (a multiple of 64 in
     // llama.cpp's cache): position t feeds accumulator (t / 16) % 4, lane
     // t % 16, in order of t; masked positions add exact zeros
@@ -106,11 +106,54 @@ void exact_attention_values(float *out, const float *w, const seam_f16 *v, int t
     memset(acc, 0, (size_t)head_dim * sizeof *acc);
     for (int t = t0; t < t1; t++) {
         const float p = seam_f16_to_f32(seam_f32_to_f16(w[t]));
-        const seam_f16 *row = v + (int64_t)t * stride;
+        const seam_f16 *row = v + (int64_t)(t % ring) * stride;
         const int j = (t / 16) % 4, l = t % 16;
         for (int d = 0; d < head_dim; d++) acc[d][j][l] = fmaf(seam_f16_to_f32(row[d]), p, acc[d][j][l]);
     }
     for (int d = 0; d < head_dim; d++) out[d] = (float)(double)reduce_4x16(acc[d]);
+}
+
+void exact_attention_flash(float *out, const float *s, const void *v, uint32_t v_type, size_t v_row, int ring, int t0,
+                           int t1, int head_dim, float *scratch) {
+    const bool f16 = v_type == GGML_TYPE_F16;
+    float *acc = scratch;                                  // (head_dim) VKQ in f32
+    seam_f16 *acc16 = (seam_f16 *)(scratch + head_dim);    // (head_dim) VKQ in f16, over an f16 V
+    for (int d = 0; d < head_dim; d++) acc[d] = 0.0f, acc16[d] = 0;
+    float S = 0.0f, M = -INFINITY;
+    for (int t = t0; t < t1; t++) {
+        const uint8_t *row = (const uint8_t *)v + (size_t)(t % ring) * v_row;
+        float ms = 1.0f, vs = 1.0f;
+        if (s[t] > M) {
+            const float m_old = M;
+            M = s[t];
+            ms = expf(m_old - M);
+            for (int d = 0; d < head_dim; d++) {
+                if (f16) acc16[d] = seam_f32_to_f16(seam_f16_to_f32(acc16[d]) * ms);
+                else acc[d] = acc[d] * ms;
+            }
+        } else {
+            vs = expf(s[t] - M);
+        }
+        if (f16) {
+            const seam_f16 *x = (const seam_f16 *)row;
+            for (int d = 0; d < head_dim; d++)
+                acc16[d] = seam_f32_to_f16(fmaf(seam_f16_to_f32(x[d]), vs, seam_f16_to_f32(acc16[d])));
+        } else {  // q8_0 (plan_kv_check admits no other type)
+            const block_q8_0 *x = (const block_q8_0 *)row;
+            for (int b = 0; b < head_dim / QK8_0; b++) {
+                const float d = seam_f16_to_f32(x[b].d);
+                for (int j = 0; j < QK8_0; j++) {
+                    const float value = (float)x[b].qs[j] * d;  // dequantize_row_q8_0's value, rounded
+                    acc[b * QK8_0 + j] = fmaf(value, vs, acc[b * QK8_0 + j]);
+                }
+            }
+        }
+        S = fmaf(S, ms, vs);
+    }
+    if (f16)
+        for (int d = 0; d < head_dim; d++) acc[d] = seam_f16_to_f32(acc16[d]);
+    const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
+    for (int d = 0; d < head_dim; d++) out[d] = acc[d] * s_inv;
 }
 
 void exact_swiglu(float *gate, const float *up, int n) {

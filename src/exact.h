@@ -49,10 +49,28 @@ void exact_softmax(float *x, int t0, int t1, int n);
 // The weighted sum of an attention head's values, as llama.cpp's
 // mul_mat(V^T, softmax) with an f16 V cache: for each output dimension d, an
 // exact_dot_f16 over positions of V[.][d] and the weights rounded to f16
-// (zero outside [t0, t1)). v (position, stride) f16; w (t1) f32 probabilities;
-// scratch holds head_dim * 64 floats.
+// (zero outside [t0, t1)). v f16, position t's row at v + (t % ring) *
+// stride (a ring changes where a row lives, never the order of the sums);
+// w (t1) f32 probabilities; scratch holds head_dim * 64 floats.
 void exact_attention_values(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim,
-                            int64_t stride, float *scratch);
+                            int64_t stride, int ring, float *scratch);
+
+// The online softmax and sum of values of llama.cpp's CPU flash attention
+// (ggml_compute_forward_flash_attn_ext_f16_one_chunk, the path every query
+// takes over a quantised cache), after its scores: for t = t0..t1-1 in order,
+// with M the running maximum (from -inf) and S the running sum (from 0):
+//   s[t] > M: ms = expf(M_old - s[t]), M = s[t], VKQ *= ms, vs = 1
+//   else:     ms = 1, vs = expf(s[t] - M)
+//   VKQ += vs * V[t];  S = S * ms + vs (one fused multiply-add, as gcc
+//   contracts the C++)
+// then out = VKQ * (1 / S). expf is libm's. VKQ is f32 over a q8_0 V (each
+// row dequantised first, q * d rounded, then fused into VKQ), and f16 over
+// an f16 V (each step rounded to f16, as ggml_vec_mad_f16 and
+// ggml_vec_scale_f16 store it). v's rows: position t's at v + (t % ring) *
+// v_row bytes, the head's head_dim values of v_type. s (t1) holds the scaled
+// scores, indexed by position; scratch holds 2 * head_dim floats.
+void exact_attention_flash(float *out, const float *s, const void *v, uint32_t v_type, size_t v_row, int ring, int t0,
+                           int t1, int head_dim, float *scratch);
 
 // ggml_vec_swiglu_f32 (AVX-512): gate[i] = silu(gate[i]) * up[i], silu from
 // exact_expf in 16-lane chunks and from libm expf in the tail.

@@ -201,6 +201,8 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     *out = NULL;
     const seam_config *c = &m->cfg;
     if (seam_cuda_device_count() == 0) return seam_fail(e, "GPU layers need a CUDA device and there is none");
+    if (plan->cache.k != KV_F16 || plan->cache.v != KV_F16)
+        return seam_fail(e, "the GPU layers keep an f16 KV cache for now; use -ctk f16 -ctv f16 with -ngl");
     for (int il = 0; il < plan->gpu_layers; il++)
         if (plan->experts[il] != DEV_GPU)
             return seam_fail(e, "layer %d runs on the GPU but its experts are planned on the CPU (--cpu-moe, "

@@ -34,7 +34,8 @@ typedef struct {
     const char *tokens;     // --tokens "1,2,3"
     const char *prompt;     // -p "text"
     int n_predict;          // -n
-    int n_ctx;              // -c
+    int n_ctx;              // -c; 0 = 512, or the model's trained context when that is less
+    seam_kv_config cache;   // -ctk, -ctv, --swa-full
     int n_threads;          // -t
     int gpu_layers;         // -ngl; -1 = auto (the first of the list for plan)
     int ngl_list[64];       // plan: -ngl 0-48+4, every count to plan and predict
@@ -77,7 +78,12 @@ static void usage(FILE *f) {
             "  -p, --prompt TEXT       prompt text, tokenised with the model's vocabulary\n"
             "      --tokens IDS        prompt as token ids, comma-separated (e.g. 1,2,3)\n"
             "  -n, --n-predict N       tokens to generate [32]\n"
-            "  -c, --ctx-size N        context size in tokens: prompt + generated [512]\n"
+            "  -c, --ctx-size N        context size in tokens: prompt + generated [512, or the model's\n"
+            "                          trained context when less]; at most that trained context\n"
+            "  -ctk, --cache-type-k T  the KV cache's key type: f16 or q8_0 [f16]\n"
+            "  -ctv, --cache-type-v T  the KV cache's value type: f16 or q8_0 [f16]; a q8_0 cache attends\n"
+            "                          as llama.cpp's flash attention does\n"
+            "      --swa-full          sliding-window layers keep every position, not a ring of their window\n"
             "  -t, --threads N         CPU threads [all cores]\n"
             "  -ngl, --gpu-layers N    layers 0..N-1 on the GPU; 'auto' = as many as fit [0]\n"
             "      --head cpu|gpu      where the output head runs [the device of the last layer]\n"
@@ -98,9 +104,10 @@ static void usage(FILE *f) {
             "  -h, --help              this help\n"
             "\n"
             "  seam inspect FILE\n"
-            "  seam logits -m FILE (--tokens IDS | -p TEXT) -o OUT.f32 [-c N]\n"
+            "  seam logits -m FILE (--tokens IDS | -p TEXT) -o OUT.f32 [-c N] [-ctk T] [-ctv T]\n"
             "  seam tokenize -m FILE TEXT\n"
-            "  seam plan -m FILE [-ngl N|auto] [-c N] [--gpu-mem SIZE] [--head cpu|gpu] [--overflow MODE] [--n-cpu-moe N]\n"
+            "  seam plan -m FILE [-ngl N|auto] [-c N] [-ctk T] [-ctv T] [--swa-full] [--gpu-mem SIZE] [--head cpu|gpu]\n"
+            "            [--overflow MODE] [--n-cpu-moe N]\n"
             "\n"
             "plan also predicts decode speed on a hardware profile (models/hw/*.hw, or 'this' = this CPU measured now):\n"
             "  seam plan (-m FILE | --shape FILE.shape) -ngl LIST --hw PROFILE [-t N] [-c N] [--json FILE]\n"
@@ -136,7 +143,7 @@ static int parse_float(const char *flag, const char *v, float lo, float hi, floa
 
 static int parse_options(int argc, char **argv, options *o) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    *o = (options){.n_predict = 32, .n_ctx = 512, .n_threads = cores > 0 ? (int)cores : 1, .top_p = 1.0f, .head = -1};
+    *o = (options){.n_predict = 32, .n_threads = cores > 0 ? (int)cores : 1, .top_p = 1.0f, .head = -1};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -160,6 +167,14 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (IS("-c") || IS("--ctx-size")) {
             if (parse_long(a, v, 1, 1 << 24, &x)) return -1;
             o->n_ctx = (int)x, i++;
+        } else if (IS("-ctk") || IS("--cache-type-k") || IS("-ctv") || IS("--cache-type-v")) {
+            const int k = v ? plan_kv_type_find(v) : -1;
+            if (k < 0) return fprintf(stderr, "seam: %s wants f16 or q8_0 (got '%s')\n", a, v ? v : ""), -1;
+            if (IS("-ctk") || IS("--cache-type-k")) o->cache.k = (seam_kv_type)k;
+            else o->cache.v = (seam_kv_type)k;
+            i++;
+        } else if (IS("--swa-full")) {
+            o->cache.swa_full = true;
         } else if (IS("-t") || IS("--threads")) {
             if (parse_long(a, v, 1, 256, &x)) return -1;
             o->n_threads = (int)x, o->threads_set = true, i++;
@@ -276,8 +291,10 @@ static int parse_token_list(const char *s, int n_vocab, int **ids, int *n) {
 // request cannot be met.
 static int make_plan(const options *o, const seam_model *m, bool will_run, seam_plan *p) {
     seam_error err = {{0}};
+    const int n_ctx_default = m->cfg.n_ctx_train < 512 ? m->cfg.n_ctx_train : 512;
     seam_plan_request req = {.gpu_layers = o->gpu_layers, .n_cpu_moe = o->n_cpu_moe, .cpu_moe = o->cpu_moe,
-                             .head = o->head, .overflow = o->overflow, .n_ctx = o->n_ctx};
+                             .head = o->head, .overflow = o->overflow, .n_ctx = o->n_ctx ? o->n_ctx : n_ctx_default,
+                             .cache = o->cache};
     req.gpu_budget = gpu_free_bytes();
     const bool have_gpu = req.gpu_budget > 0;
     if (o->gpu_mem) {
@@ -353,13 +370,13 @@ static int session_open(session *s, const options *o, int n_extra) {
         session_close(s);
         return -1;
     }
-    if (s->n_prompt + n_extra > o->n_ctx) {
+    if (s->n_prompt + n_extra > plan.n_ctx) {
         fprintf(stderr, "seam: prompt (%d) + generated (%d) tokens exceed the context of %d; raise -c\n",
-                s->n_prompt, n_extra, o->n_ctx);
+                s->n_prompt, n_extra, plan.n_ctx);
         session_close(s);
         return -1;
     }
-    if (engine_init(&s->eng, &s->model, o->n_ctx, &err) || engine_set_threads(&s->eng, o->n_threads, &err) ||
+    if (engine_init_kv(&s->eng, &s->model, plan.n_ctx, plan.cache, &err) || engine_set_threads(&s->eng, o->n_threads, &err) ||
         engine_place(&s->eng, &plan, !o->no_graph, &err)) {
         fprintf(stderr, "seam: %s\n", err.msg);
         session_close(s);
@@ -467,7 +484,7 @@ static int cmd_chat(const options *o) {
     int rc = 1;
     seam_plan plan;
     if (tokenizer_load(&ss.tok, &ss.model.file, &err) || make_plan(o, &ss.model, true, &plan) ||
-        engine_init(&ss.eng, &ss.model, o->n_ctx, &err) || engine_set_threads(&ss.eng, o->n_threads, &err) ||
+        engine_init_kv(&ss.eng, &ss.model, plan.n_ctx, plan.cache, &err) || engine_set_threads(&ss.eng, o->n_threads, &err) ||
         engine_place(&ss.eng, &plan, !o->no_graph, &err) ||
         sampler_init(&sampler, ss.model.cfg.n_vocab, o->temperature, o->top_k, o->top_p, o->seed)) {
         if (err.msg[0]) fprintf(stderr, "seam: %s\n", err.msg);  // make_plan has spoken for itself
@@ -487,9 +504,9 @@ static int cmd_chat(const options *o) {
         int32_t *ids = NULL;
         int n_ids = 0;
         if (tokenizer_encode(ss.tok, turn_text, strlen(turn_text), turn == 1, true, &ids, &n_ids, &err)) goto fail;
-        if (pos + n_ids + o->n_predict > o->n_ctx) {
+        if (pos + n_ids + o->n_predict > ss.eng.n_ctx) {
             free(ids);
-            fprintf(stderr, "seam: the conversation would pass the context of %d tokens; raise -c\n", o->n_ctx);
+            fprintf(stderr, "seam: the conversation would pass the context of %d tokens; raise -c\n", ss.eng.n_ctx);
             break;
         }
         const double t0 = seam_now();
@@ -505,7 +522,7 @@ static int cmd_chat(const options *o) {
                 turn, n_ids, t_prefill, pos_before - n_ids, pos - pos_before, seam_now() - t1);
         // close the model's turn in the cache, so the next turn follows it
         if (tokenizer_encode(ss.tok, tpl->turn_end, strlen(tpl->turn_end), false, true, &ids, &n_ids, &err)) goto fail;
-        if (pos + n_ids > o->n_ctx) n_ids = o->n_ctx - pos;  // the next turn will say the context is full
+        if (pos + n_ids > ss.eng.n_ctx) n_ids = ss.eng.n_ctx - pos;  // the next turn will say the context is full
         const int closed = n_ids > 0 ? engine_prefill(&ss.eng, ids, n_ids, pos, &logits, &err) : 0;
         free(ids);
         if (closed) goto fail;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quant.h"
+
 // Working memory beyond the activations: the CUDA context's own, the graph
 // and the quantised activation buffers. A round figure, checked after loading.
 #define GPU_RESERVE (64ull << 20)
@@ -32,8 +34,55 @@ static void layer_split(const seam_model *m, int il, uint64_t *shared, uint64_t 
     *shared = model_layer_bytes(m, il) - *experts;
 }
 
-static uint64_t kv_bytes_per_layer(const seam_config *c, int n_ctx) {
-    return 2ull * (uint64_t)n_ctx * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * 2;  // f16
+const char *const plan_kv_type_name[KV_TYPE_COUNT] = {"f16", "q8_0"};
+const uint32_t plan_kv_ggml_type[KV_TYPE_COUNT] = {GGML_TYPE_F16, GGML_TYPE_Q8_0};
+
+int plan_kv_type_find(const char *name) {
+    for (int k = 0; k < KV_TYPE_COUNT; k++)
+        if (!strcmp(name, plan_kv_type_name[k])) return k;
+    return -1;
+}
+
+int plan_kv_check(const seam_config *c, seam_kv_config kv, seam_error *e) {
+    const seam_kv_type types[2] = {kv.k, kv.v};
+    for (int i = 0; i < 2; i++) {
+        if (types[i] < 0 || types[i] >= KV_TYPE_COUNT)
+            return seam_fail(e, "unknown KV cache type %d", (int)types[i]);
+        // a head's values are whole blocks, so that heads never share one
+        if (types[i] == KV_Q8_0 && c->head_dim % QK8_0)
+            return seam_fail(e, "a q8_0 %s cache needs heads of a multiple of %d values; this model's have %d (use f16)",
+                             i ? "V" : "K", QK8_0, c->head_dim);
+    }
+    return 0;
+}
+
+void plan_kv_rotation(const seam_config *c, seam_kv_config kv, int *rot_k, int *rot_v) {
+    const bool whole = c->head_dim % 64 == 0;
+    int n = 64;
+    while (c->head_dim % (2 * n) == 0) n *= 2;
+    *rot_k = kv.k != KV_F16 && whole ? n : 0;
+    *rot_v = kv.v != KV_F16 && whole ? 64 : 0;
+}
+
+int plan_kv_rows(const seam_config *c, seam_kv_config kv, int il, int n_ctx) {
+    if (!c->layer_swa[il] || kv.swa_full) return n_ctx;
+    const int ring = c->n_swa + SEAM_UBATCH;
+    return ring < n_ctx ? ring : n_ctx;
+}
+
+uint64_t plan_kv_bytes(const seam_config *c, seam_kv_config kv, uint64_t n) {
+    const uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
+    return n * (ggml_row_bytes(plan_kv_ggml_type[kv.k], kv_dim) + ggml_row_bytes(plan_kv_ggml_type[kv.v], kv_dim));
+}
+
+int plan_kv_visible(const seam_config *c, int il, int pos) {
+    return c->layer_swa[il] && pos + 1 > c->n_swa ? c->n_swa : pos + 1;
+}
+
+uint64_t plan_kv_read_bytes(const seam_config *c, seam_kv_config kv, int l0, int l1, int pos) {
+    uint64_t bytes = 0;
+    for (int il = l0; il < l1; il++) bytes += plan_kv_bytes(c, kv, (uint64_t)plan_kv_visible(c, il, pos));
+    return bytes;
 }
 
 // The activations one token needs on a device that runs any layer.
@@ -52,6 +101,7 @@ static void place(seam_plan *p, const seam_model *m, const seam_plan_request *re
     p->gpu_layers = n;
     p->overflow = req->overflow;
     p->n_ctx = req->n_ctx;
+    p->cache = req->cache;
     p->budget[DEV_GPU] = req->gpu_budget;
     const bool overflow_on_gpu = req->overflow != OVERFLOW_CPU;
     uint64_t largest_overflow = 0;  // the stream placement's two staging buffers hold the largest
@@ -64,7 +114,11 @@ static void place(seam_plan *p, const seam_model *m, const seam_plan_request *re
         p->weights[p->layer[il]] += shared;
         p->weights[p->experts[il]] += experts;
         // the KV cache lives where the layer is computed
-        p->kv[il < n || overflow_on_gpu ? DEV_GPU : DEV_CPU] += kv_bytes_per_layer(c, req->n_ctx);
+        const seam_device kv_dev = il < n || overflow_on_gpu ? DEV_GPU : DEV_CPU;
+        const int rows = plan_kv_rows(c, req->cache, il, req->n_ctx);
+        p->kv[kv_dev] += plan_kv_bytes(c, req->cache, (uint64_t)rows);
+        if (rows == req->n_ctx) p->kv_per_token[kv_dev] += plan_kv_bytes(c, req->cache, 1);
+        else p->ring_layers++, p->ring_rows = rows;
         if (il >= n && overflow_on_gpu) {
             const uint64_t bytes = model_layer_bytes(m, il);
             p->pinned += bytes;
@@ -107,7 +161,6 @@ int plan_max_gpu_layers(const seam_model *m, const seam_plan_request *req) {
 
 int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, seam_error *e) {
     const seam_config *c = &m->cfg;
-    if (req->n_ctx < 1) return seam_fail(e, "the context must hold at least one token");
     int n = req->gpu_layers;
     if (n > c->n_layers)
         return seam_fail(e, "--gpu-layers %d is more than the model's %d layers", n, c->n_layers);
@@ -118,6 +171,11 @@ int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, s
     if (req->gpu_budget == 0 && req->overflow != OVERFLOW_CPU)
         return seam_fail(e, "--overflow %s computes layers on the GPU and there is no CUDA device; use --overflow cpu",
                          plan_overflow_name[req->overflow]);
+    if (req->n_ctx < 1) return seam_fail(e, "the context must hold at least one token (got -c %d)", req->n_ctx);
+    if (req->n_ctx > c->n_ctx_train)
+        return seam_fail(e, "a context of %d tokens is past the %d this model was trained for (its context_length); "
+                            "use at most -c %d", req->n_ctx, c->n_ctx_train, c->n_ctx_train);
+    if (plan_kv_check(c, req->cache, e)) return -1;
     if (n < 0) n = plan_max_gpu_layers(m, req);
     place(p, m, req, n);
     // the head reads the last layer's output: on the GPU it needs every layer
@@ -144,6 +202,12 @@ void plan_print(const seam_plan *p, FILE *out) {
     static const char *NAMES[DEV_COUNT] = {"CPU", "GPU"};
     fprintf(out, "plan: %d of %d layers on the GPU, head on the %s, context %d\n", p->gpu_layers, p->n_layers,
             NAMES[p->head], p->n_ctx);
+    fprintf(out, "  KV cache: K %s, V %s, %.1f KiB per token of context", plan_kv_type_name[p->cache.k],
+            plan_kv_type_name[p->cache.v], (p->kv_per_token[DEV_CPU] + p->kv_per_token[DEV_GPU]) / 1024.0);
+    if (p->ring_layers)
+        fprintf(out, " on %d full layers; %d sliding layers keep a ring of their last %d positions (--swa-full: all)",
+                p->n_layers - p->ring_layers, p->ring_layers, p->ring_rows);
+    fprintf(out, "\n");
     if (p->overflow != OVERFLOW_CPU && p->gpu_layers < p->n_layers)
         fprintf(out, "  layers %d..%d stay in host memory and run on the GPU: %s\n", p->gpu_layers, p->n_layers - 1,
                 p->overflow == OVERFLOW_MAPPED ? "their kernels read the weights over the bus (mapped)"
@@ -151,8 +215,8 @@ void plan_print(const seam_plan *p, FILE *out) {
     if (p->pinned)
         fprintf(out, "  (their weights: a pinned copy of %.1f MiB in host memory beside the file's mapping%s)\n",
                 p->pinned / 1048576.0, p->overflow == OVERFLOW_STREAM ? "; GPU scratch holds two layers of it" : "");
-    fprintf(out, "  %-4s %-14s %14s %14s %14s %14s %14s\n", "dev", "layers", "weights", "KV", "scratch", "total",
-            "budget");
+    fprintf(out, "  %-4s %-14s %14s %14s %14s %14s %14s %12s\n", "dev", "layers", "weights", "KV", "scratch", "total",
+            "budget", "KV/token");
     for (int d = 0; d < DEV_COUNT; d++) {
         int first = -1, last = -1, experts_elsewhere = 0;
         for (int il = 0; il < p->n_layers; il++) {
@@ -166,7 +230,8 @@ void plan_print(const seam_plan *p, FILE *out) {
         mib(p->weights[d], w, sizeof w), mib(p->kv[d], kv, sizeof kv), mib(p->scratch[d], s, sizeof s);
         mib(plan_total(p, (seam_device)d), t, sizeof t);
         if (p->budget[d]) mib(p->budget[d], b, sizeof b);
-        fprintf(out, "  %-4s %-14s %s %s %s %s %s\n", NAMES[d], layers, w, kv, s, t, b);
+        fprintf(out, "  %-4s %-14s %s %s %s %s %s %8.1f KiB\n", NAMES[d], layers, w, kv, s, t, b,
+                p->kv_per_token[d] / 1024.0);
         if (experts_elsewhere)
             fprintf(out, "       (the experts of %d of these layers are on the %s)\n", experts_elsewhere,
                     NAMES[1 - d]);

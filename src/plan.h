@@ -7,7 +7,8 @@
 //   weights(device) + KV(device) + scratch(device) <= budget(device)
 //
 // KV bytes per token = sum over the layers on that device of
-// 2 * n_kv_heads * head_dim * bytes(kv type).
+// 2 * n_kv_heads * head_dim * bytes(kv type), where a sliding layer (gemma3's
+// local layers) holds only its window and one batch (plan_kv_rows).
 #ifndef SEAM_PLAN_H
 #define SEAM_PLAN_H
 
@@ -18,6 +19,58 @@
 #include "model.h"
 
 typedef enum { DEV_CPU = 0, DEV_GPU = 1, DEV_COUNT } seam_device;
+
+// Tokens the engine runs through a layer at once (prefill.c's batch, as
+// llama.cpp's n_ubatch): a sliding layer's ring holds its window and one
+// batch, whose keys and values join the cache before the batch attends.
+#define SEAM_UBATCH 96
+
+// The KV cache's element types (llama.cpp's -ctk/-ctv).
+typedef enum { KV_F16, KV_Q8_0, KV_TYPE_COUNT } seam_kv_type;
+extern const char *const plan_kv_type_name[KV_TYPE_COUNT];  // "f16", "q8_0"
+extern const uint32_t plan_kv_ggml_type[KV_TYPE_COUNT];     // GGML_TYPE_F16, GGML_TYPE_Q8_0
+// The type named name; -1 for any other name.
+int plan_kv_type_find(const char *name);
+
+// The KV cache's configuration; all zero is llama.cpp's default (f16 keys
+// and values, sliding layers in a ring).
+typedef struct {
+    seam_kv_type k, v;
+    bool swa_full;  // sliding layers keep every position (llama.cpp's --swa-full), not a ring of their window
+} seam_kv_config;
+
+// Fails with a message when the model cannot hold a cache of kv's types
+// (q8_0 on heads that are not whole blocks of 32).
+int plan_kv_check(const seam_config *c, seam_kv_config kv, seam_error *e);
+
+// llama.cpp's rotation of a quantised cache (llama-kv-cache.cpp's
+// attn_rot_k/attn_rot_v): a q8_0 cache takes keys turned by a Walsh-Hadamard
+// transform over blocks of *rot_k values (the largest power of two of at
+// least 64 that divides head_dim; the queries are turned alike), and values
+// over blocks of *rot_v = 64 (the attention's output is turned back), so that
+// an outlier is spread over its block before the block is quantised. 0 where
+// the cache is f16 or head_dim is not a multiple of 64.
+void plan_kv_rotation(const seam_config *c, seam_kv_config kv, int *rot_k, int *rot_v);
+
+// Positions layer il's cache holds at context n_ctx: n_ctx, or on a sliding
+// layer (unless kv.swa_full) a ring of min(n_ctx, n_swa + SEAM_UBATCH)
+// positions, position p in row p % rows.
+int plan_kv_rows(const seam_config *c, seam_kv_config kv, int il, int n_ctx);
+
+// The one place KV bytes are counted: bytes of n positions of one layer's K
+// and V (kv_dim = n_kv_heads * head_dim values each, in kv.k and kv.v). The
+// cache a layer holds is plan_kv_bytes(c, kv, plan_kv_rows(..)); what its
+// attention reads for a token at position pos is plan_kv_bytes(c, kv,
+// plan_kv_visible(c, il, pos)).
+uint64_t plan_kv_bytes(const seam_config *c, seam_kv_config kv, uint64_t n);
+
+// Positions a token at position pos attends over on layer il: pos + 1, or at
+// most the window on a sliding layer.
+int plan_kv_visible(const seam_config *c, int il, int pos);
+
+// Bytes of K and V that one decoded token at position pos reads on layers
+// l0..l1-1 (the speed model's KV term).
+uint64_t plan_kv_read_bytes(const seam_config *c, seam_kv_config kv, int l0, int l1, int pos);
 
 // How the layers that do not fit (gpu_layers..n_layers-1, whose weights stay
 // in host memory) run: the three explanations of DESIGN.md, side by side.
@@ -40,6 +93,7 @@ typedef struct {
     int head;              // -1: on the device that computes the last layer; DEV_CPU or DEV_GPU to force
     seam_overflow overflow;  // how the layers past gpu_layers run
     int n_ctx;             // positions the KV cache holds
+    seam_kv_config cache;  // the KV cache's types and sliding-window policy
     uint64_t gpu_budget;   // bytes the GPU may use; 0 = there is no GPU
 } seam_plan_request;
 
@@ -57,6 +111,9 @@ typedef struct {
     uint64_t budget[DEV_COUNT];           // what the device may use (CPU: 0 = unchecked)
     uint64_t pinned;                      // mapped, stream: host bytes pinned for the overflow layers' copies
     int n_ctx;
+    seam_kv_config cache;
+    uint64_t kv_per_token[DEV_COUNT];     // bytes of KV cache one more position of context adds per device
+    int ring_layers, ring_rows;           // sliding layers whose cache is a ring of ring_rows positions
 } seam_plan;
 
 // Builds the plan for req. Fails with a message when the GPU layers asked for

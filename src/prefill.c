@@ -16,7 +16,7 @@
 
 #include "cpu/ops.h"
 
-#define BATCH 96  // tokens a layer takes at once: weights reused 96 times; whole tiles of 6 (K types) and 8 (32-wide)
+#define BATCH SEAM_UBATCH  // tokens a layer takes at once (plan.h: 96, weights reused 96 times; whole tiles of 6 and 8)
 
 typedef struct {
     int n;                   // tokens in this batch
@@ -127,6 +127,12 @@ static void attn_out_ffn_norm(seam_engine *eng, batch *b, const seam_layer_weigh
     cpu_rmsnorm(b->xb + t * b->wide, b->x + t * c->n_embd, l->ffn_norm.data, c->n_embd, c->rms_eps);
 }
 
+// The attention's output turned back from a rotated V cache (engine_attention_out).
+static void attn_turn_back(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t) {
+    (void)l, (void)il, (void)pos;
+    engine_attention_out(eng, b->xb + (size_t)t * b->wide);
+}
+
 static void ffn_act(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t) {
     (void)l, (void)il, (void)pos;
     const seam_config *c = &eng->model->cfg;
@@ -155,12 +161,12 @@ static void attention(seam_engine *eng, batch *b, const seam_layer_weights *l, i
     int t0[BATCH], t1[BATCH];
     for (int t = 0; t < n; t++) {
         t1[t] = pos0 + t + 1;
-        t0[t] = c->layer_swa[il] && t1[t] > c->n_swa ? t1[t] - c->n_swa : 0;
+        t0[t] = t1[t] - plan_kv_visible(c, il, pos0 + t);
     }
-    const size_t layer = (size_t)il * eng->n_ctx * kv_dim;
-    cpu_attention(eng->pool, n, b->xb, b->wide, b->q, q_dim, s->key_cache + layer, s->value_cache + layer, c->n_heads,
-                  c->n_kv_heads, c->head_dim, t0, t1, c->kq_scale, s->att,
-                  cpu_attention_scratch_floats(eng->n_ctx, c->head_dim));
+    const cpu_kv kv = engine_kv_layer(eng, il);
+    cpu_attention(eng->pool, n, b->xb, b->wide, b->q, q_dim, &kv, c->n_heads, c->n_kv_heads, c->head_dim, t0, t1,
+                  c->kq_scale, s->att, cpu_attention_scratch_floats(eng->n_ctx, c->head_dim));
+    if (s->kv.rot_v) each_token(attn_turn_back, eng, b, l, il, pos0);
     cpu_matmul(eng->pool, &l->wo, b->xb, b->wide, b->xb2, c->n_embd, n, b->act);
     each_token(attn_out_ffn_norm, eng, b, l, il, pos0);
 }

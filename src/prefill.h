@@ -3,6 +3,7 @@
 #ifndef SEAM_PREFILL_H
 #define SEAM_PREFILL_H
 
+#include "cpu/ops.h"
 #include "engine.h"
 
 // Runs n prompt tokens at positions pos0.. through every layer on the CPU,
@@ -21,6 +22,11 @@ void engine_rope_angles(const seam_config *c, int pos, float *angles);
 // k and v then join the KV cache.
 void engine_qkv_ready(seam_engine *eng, const seam_layer_weights *l, int il, int pos, const float *angles, float *q,
                       float *k, float *v);
+// The attention's output of one token (n_heads * head_dim) turned back
+// where the values were turned on their way into the cache.
+void engine_attention_out(const seam_engine *eng, float *out);
+// Layer il's KV cache as cpu_attention reads it.
+cpu_kv engine_kv_layer(const seam_engine *eng, int il);
 // router (n_expert) logits in, probabilities out; the top k experts by rank
 // and their renormalised weights.
 void engine_route(const seam_config *c, float *router, int *chosen, float *weight);

@@ -169,14 +169,15 @@ Test(cli, flag_values_are_validated, .timeout = 300) {
         {"--temp", "nan"},   {"--temp", "inf"},  {"--top-p", "2"},    {"--top-p", "0"},  {"--top-p", "-0.5"},
         {"--top-p", "x"},    {"--top-k", "-1"},  {"--top-k", "k"},    {"--seed", "-5"},  {"--seed", "s"},
         {"-ngl", "-2"},      {"-ngl", "abc"},    {"--n-cpu-moe", "-1"}, {"--gpu-mem", "0"}, {"--gpu-mem", "lots"},
-        {"--head", "xpu"},   {"--overflow", "disk"},
+        {"--head", "xpu"},   {"--overflow", "disk"}, {"-ctk", "q4_0"}, {"-ctv", "f32"}, {"--cache-type-k", "Q8_0"},
+        {"--cache-type-v", ""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", bad[i][0], bad[i][1]), bad[i][0]);
     // a value flag with nothing after it
     static const char *const needs_value[] = {"-m", "-p", "--tokens", "-n", "-c", "-t", "-ngl", "--seed", "--temp",
                                               "--top-k", "--top-p", "-o", "--timeline", "--gpu-mem", "--head", "--n-cpu-moe",
-                                              "--overflow"};
+                                              "--overflow", "-ctk", "-ctv"};
     for (size_t i = 0; i < sizeof needs_value / sizeof needs_value[0]; i++)
         expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", needs_value[i]), needs_value[i]);
 }
@@ -226,6 +227,19 @@ Test(cli, context_overflow_is_an_error, .timeout = 120) {
     expect_failure(ARGS("logits", "-m", MODEL, "--tokens", "1,2,3", "-c", "2", "-o", test_path("cli.f32")), "-c");
     // exactly full is fine
     expect_success(ARGS("run", "-m", MODEL, "--tokens", "1,2,3", "-c", "5", "-n", "2"));
+}
+
+// The context: at least one token, at most the model's trained context
+// (the micro model's is 64), which is also the default when it is below 512;
+// a q8_0 cache needs heads of whole blocks of 32 (the micro model's are 8).
+Test(cli, context_and_cache_limits, .timeout = 120) {
+    expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-c", "65"), "trained");
+    expect_failure(ARGS("plan", "-m", MODEL, "-c", "1000"), "at most -c 64");
+    expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-c", "0"), "-c");
+    expect_success(ARGS("run", "-m", MODEL, "-p", "hi", "-c", "64", "-n", "2"));
+    expect_success(ARGS("run", "-m", MODEL, "-p", "hi", "-n", "2"));  // the default: 512, lowered to 64
+    expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ctk", "q8_0"), "multiple of 32");
+    expect_failure(ARGS("bench", "-m", MODEL, "-p", "65", "-n", "0"), "trained");
 }
 
 Test(cli, gpu_layers_without_a_gpu, .timeout = 120) {

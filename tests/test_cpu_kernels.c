@@ -181,34 +181,115 @@ Test(kernels, float_types_bitwise) {
 }
 
 // Attention's value sums: short ranges (lanes left at zero) and long ones,
-// head sizes with and without a tail past the last 8.
+// head sizes with and without a tail past the last 8; then the same rows
+// kept in a ring (a sliding layer's cache), which must give the same sums.
 Test(kernels, attn_values_bitwise) {
     static const int head_dims[] = {64, 72, 128, 256};
     // the last two pass the fast kernel's chunks of positions (1024)
     static const int ranges[][2] = {{0, 1}, {3, 40}, {0, 64}, {5, 200}, {130, 333}, {0, 2100}, {1000, 2141}};
+    enum { RING = 2100 };  // the longest range; the last one wraps around it
     const cpu_kernels *sets[CPU_KERNEL_SETS];
     const int n_sets = cpu_kernels_all(sets);
     uint64_t rng = 7;
     for (size_t hd = 0; hd < sizeof head_dims / sizeof head_dims[0]; hd++) {
         const int head_dim = head_dims[hd], stride = 3 * head_dim, n_pos = 2141;
         seam_f16 *v = malloc(sizeof(seam_f16) * (size_t)n_pos * stride);
+        seam_f16 *ring = malloc(sizeof(seam_f16) * (size_t)RING * stride);
         float *w = malloc(sizeof(float) * n_pos), *scratch = malloc(sizeof(float) * 64 * (size_t)head_dim);
         float want[256], got[256];
         for (int i = 0; i < n_pos * stride; i++) v[i] = seam_f32_to_f16(test_rng_normal(&rng));
         for (int t = 0; t < n_pos; t++) w[t] = 0.5f * (test_rng_uniform(&rng) + 1.0f) / 16;
         for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
             const int t0 = ranges[r][0], t1 = ranges[r][1];
-            sets[0]->attn_values(want, w, v, t0, t1, head_dim, stride, scratch);
-            for (int i = 1; i < n_sets; i++) {
-                for (int k = 0; k < 64 * head_dim; k++) scratch[k] = NAN;  // no reliance on what scratch held
-                sets[i]->attn_values(got, w, v, t0, t1, head_dim, stride, scratch);
-                for (int d = 0; d < head_dim; d++)
-                    cr_assert(test_bits_of(got[d]) == test_bits_of(want[d]),
-                              "attn_values (%s) head_dim %d [%d, %d): out[%d] = %.9g, want %.9g", sets[i]->name,
-                              head_dim, t0, t1, d, got[d], want[d]);
-            }
+            for (int t = t0; t < t1; t++)
+                memcpy(ring + (size_t)(t % RING) * stride, v + (size_t)t * stride, sizeof(seam_f16) * stride);
+            sets[0]->attn_values(want, w, v, t0, t1, head_dim, stride, n_pos, scratch);
+            for (int i = 0; i < n_sets; i++)
+                for (int in_ring = 0; in_ring < 2; in_ring++) {
+                    if (i == 0 && !in_ring) continue;
+                    for (int k = 0; k < 64 * head_dim; k++) scratch[k] = NAN;  // no reliance on what scratch held
+                    sets[i]->attn_values(got, w, in_ring ? ring : v, t0, t1, head_dim, stride, in_ring ? RING : n_pos,
+                                         scratch);
+                    for (int d = 0; d < head_dim; d++)
+                        cr_assert(test_bits_of(got[d]) == test_bits_of(want[d]),
+                                  "attn_values (%s%s) head_dim %d [%d, %d): out[%d] = %.9g, want %.9g", sets[i]->name,
+                                  in_ring ? ", in a ring" : "", head_dim, t0, t1, d, got[d], want[d]);
+                }
         }
-        free(v), free(w), free(scratch);
+        free(v), free(ring), free(w), free(scratch);
+    }
+}
+
+// Flash attention's online softmax over f16 and q8_0 values: scores that
+// rise (a new maximum rescales the sums), fall and tie, short and long
+// ranges, rows in a ring.
+Test(kernels, attn_flash_bitwise) {
+    static const int head_dims[] = {32, 64, 128, 256};
+    static const int ranges[][2] = {{0, 1}, {3, 40}, {5, 200}, {0, 1100}, {900, 2041}};
+    static const uint32_t types[] = {GGML_TYPE_F16, GGML_TYPE_Q8_0};
+    enum { RING = 1200, N_POS = 2041 };
+    const cpu_kernels *sets[CPU_KERNEL_SETS];
+    const int n_sets = cpu_kernels_all(sets);
+    uint64_t rng = 17;
+    float *s = malloc(sizeof(float) * N_POS);
+    for (int t = 0; t < N_POS; t++) s[t] = t % 97 == 0 ? 3.0f : t % 89 == 0 ? s[t - 1] : 2.0f * test_rng_normal(&rng);
+    for (size_t ty = 0; ty < 2; ty++)
+        for (size_t hd = 0; hd < sizeof head_dims / sizeof head_dims[0]; hd++) {
+            const int head_dim = head_dims[hd];
+            const size_t row = 2 * ggml_row_bytes(types[ty], (uint64_t)head_dim);  // two heads a position
+            uint8_t *v = malloc(row * N_POS), *ring = malloc(row * RING);
+            for (int t = 0; t < N_POS; t++) {
+                void *x = random_weights(types[ty], 2 * head_dim, &rng);
+                memcpy(v + row * t, x, row);
+                free(x);
+            }
+            float want[256], got[256], *scratch = malloc(sizeof(float) * 64 * (size_t)head_dim);
+            for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
+                const int t0 = ranges[r][0], t1 = ranges[r][1];
+                for (int t = t0; t < t1; t++) memcpy(ring + row * (size_t)(t % RING), v + row * t, row);
+                sets[0]->attn_flash(want, s, v, types[ty], row, N_POS, t0, t1, head_dim, scratch);
+                for (int i = 0; i < n_sets; i++)
+                    for (int in_ring = 0; in_ring < 2; in_ring++) {
+                        for (int k = 0; k < 64 * head_dim; k++) scratch[k] = NAN;
+                        sets[i]->attn_flash(got, s, in_ring ? ring : v, types[ty], row, in_ring ? RING : N_POS, t0, t1,
+                                            head_dim, scratch);
+                        for (int d = 0; d < head_dim; d++)
+                            cr_assert(test_bits_of(got[d]) == test_bits_of(want[d]),
+                                      "attn_flash (%s%s, %s) head_dim %d [%d, %d): out[%d] = %.9g, want %.9g",
+                                      sets[i]->name, in_ring ? ", in a ring" : "", ggml_type_name(types[ty]), head_dim,
+                                      t0, t1, d, got[d], want[d]);
+                    }
+            }
+            free(v), free(ring), free(scratch);
+        }
+    free(s);
+}
+
+// The Walsh-Hadamard transform of a quantised cache's rotation against the
+// matrix llama.cpp builds (ggml_gen_hadamard: H[0][0] = 1/sqrt(n), then
+// [[H, H], [H, -H]] doubling), applied in double: equal to float rounding;
+// and it is its own inverse to the same accuracy.
+Test(kernels, fwht_is_the_hadamard_matrix) {
+    enum { N = 256 };
+    static float h[N][N];
+    for (int n = 64; n <= N; n *= 2) {
+        h[0][0] = 1.0f / sqrtf((float)n);
+        for (int s = 1; s < n; s *= 2)
+            for (int i = 0; i < s; i++)
+                for (int j = 0; j < s; j++) h[i + s][j] = h[i][j + s] = h[i][j], h[i + s][j + s] = -h[i][j];
+        uint64_t rng = 4;
+        float x[2 * N], y[2 * N];
+        for (int i = 0; i < 2 * n; i++) x[i] = y[i] = test_rng_normal(&rng);
+        cpu_fwht(y, 2 * n, n);  // two blocks
+        for (int b = 0; b < 2; b++)
+            for (int i = 0; i < n; i++) {
+                double want = 0;
+                for (int j = 0; j < n; j++) want += (double)h[i][j] * x[b * n + j];
+                cr_assert(fabs(y[b * n + i] - want) < 1e-5, "n %d, block %d, [%d]: %.9g, want %.9g", n, b, i,
+                          y[b * n + i], want);
+            }
+        cpu_fwht(y, 2 * n, n);
+        for (int i = 0; i < 2 * n; i++) cr_assert(fabsf(y[i] - x[i]) < 1e-5f, "n %d: not its own inverse at %d", n, i);
     }
 }
 
@@ -362,37 +443,55 @@ Test(kernels, softmax_swiglu_bitwise) {
 
 // All heads of several queries (each its own range, as a prompt's tokens
 // and a sliding window give) through the pool give bitwise each head alone
-// (GQA groups of 2).
+// (GQA groups of 2), for every pair of cache types; and a cache kept as a
+// ring of 85 positions (a sliding layer's) gives what the whole cache gives.
 Test(kernels, attention_over_the_pool) {
-    enum { n_heads = 8, n_kv = 4, head_dim = 64, n_pos = 90, stride = n_kv * head_dim, n_q = 3, q_dim = n_heads * head_dim };
-    static const int t0[n_q] = {7, 0, 30}, t1[n_q] = {90, 1, 61};
+    enum { n_heads = 8, n_kv = 4, head_dim = 64, kv_dim = n_kv * head_dim, n_pos = 90, n_q = 3 };
+    enum { q_dim = n_heads * head_dim };
+    static const int t0[n_q] = {7, 60, 30}, t1[n_q] = {90, 61, 61};  // each within the last 85 positions
+    static const uint32_t types[][2] = {{GGML_TYPE_F16, GGML_TYPE_F16}, {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0},
+                                        {GGML_TYPE_F16, GGML_TYPE_Q8_0}, {GGML_TYPE_Q8_0, GGML_TYPE_F16}};
     uint64_t rng = 8;
-    seam_f16 *k = malloc(sizeof(seam_f16) * n_pos * stride), *v = malloc(sizeof(seam_f16) * n_pos * stride);
-    for (int i = 0; i < n_pos * stride; i++) {
-        k[i] = seam_f32_to_f16(test_rng_normal(&rng));
-        v[i] = seam_f32_to_f16(test_rng_normal(&rng));
-    }
-    float q[n_q * q_dim], want[n_q * q_dim], got[n_q * q_dim];
+    float *k = malloc(sizeof(float) * n_pos * kv_dim), *v = malloc(sizeof(float) * n_pos * kv_dim);
+    for (int i = 0; i < n_pos * kv_dim; i++) k[i] = test_rng_normal(&rng), v[i] = test_rng_normal(&rng);
+    float q[n_q * q_dim], want[n_q * q_dim], got[n_q * q_dim], whole[n_q * q_dim];
     for (int i = 0; i < n_q * q_dim; i++) q[i] = test_rng_normal(&rng);
     const size_t per_thread = cpu_attention_scratch_floats(n_pos, head_dim);
     float *scratch = malloc(sizeof(float) * 4 * per_thread);
-    for (int i = 0; i < n_q; i++)
-        for (int h = 0; h < n_heads; h++) {
-            const int kv = h / (n_heads / n_kv) * head_dim, o = i * q_dim + h * head_dim;
-            cpu_attention_head(want + o, q + o, k + kv, v + kv, t0[i], t1[i], head_dim, stride, 0.125f, scratch,
-                               scratch + n_pos);
+    for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++)
+        for (int ring = n_pos; ring >= 85; ring -= n_pos - 85) {
+            cpu_kv kv = {.k_type = types[ty][0], .v_type = types[ty][1], .ring = ring};
+            kv.k_row = ggml_row_bytes(kv.k_type, kv_dim), kv.v_row = ggml_row_bytes(kv.v_type, kv_dim);
+            uint8_t *kc = malloc(kv.k_row * ring), *vc = malloc(kv.v_row * ring);
+            kv.k = kc, kv.v = vc;
+            for (int t = 0; t < n_pos; t++) {  // in a ring, later positions overwrite the first ones
+                cpu_kv_store(kv.k_type, kc + kv.k_row * (t % ring), k + t * kv_dim, kv_dim);
+                cpu_kv_store(kv.v_type, vc + kv.v_row * (t % ring), v + t * kv_dim, kv_dim);
+            }
+            for (int i = 0; i < n_q; i++)
+                for (int h = 0; h < n_heads; h++) {
+                    const int g = h / (n_heads / n_kv), o = i * q_dim + h * head_dim;
+                    cpu_kv head = kv;
+                    head.k += g * ggml_row_bytes(kv.k_type, head_dim);
+                    head.v += g * ggml_row_bytes(kv.v_type, head_dim);
+                    cpu_attention_head(want + o, q + o, &head, t0[i], t1[i], head_dim, 0.125f, scratch,
+                                       scratch + n_pos);
+                }
+            if (ring == n_pos) memcpy(whole, want, sizeof whole);
+            cr_assert(memcmp(want, whole, sizeof want) == 0, "K %s, V %s: the ring's attention differs from the whole "
+                      "cache's", ggml_type_name(kv.k_type), ggml_type_name(kv.v_type));
+            for (int nth = 1; nth <= 4; nth++) {
+                seam_error err = {{0}};
+                seam_pool *pool = pool_create(nth, &err);
+                cr_assert(pool, "%s", err.msg);
+                cpu_attention(pool, n_q, got, q_dim, q, q_dim, &kv, n_heads, n_kv, head_dim, t0, t1, 0.125f, scratch,
+                              per_thread);
+                cr_assert(memcmp(got, want, sizeof got) == 0, "cpu_attention (K %s, V %s, ring %d) on %d threads "
+                          "differs from head by head", ggml_type_name(kv.k_type), ggml_type_name(kv.v_type), ring, nth);
+                pool_destroy(pool);
+            }
+            free(kc), free(vc);
         }
-    for (int nth = 1; nth <= 4; nth++) {
-        seam_error err = {{0}};
-        seam_pool *pool = pool_create(nth, &err);
-        cr_assert(pool, "%s", err.msg);
-        cpu_attention(pool, n_q, got, q_dim, q, q_dim, k, v, n_heads, n_kv, head_dim, t0, t1, 0.125f, scratch,
-                      per_thread);
-        cr_assert(memcmp(got, want, sizeof got) == 0, "cpu_attention on %d threads differs from head by head", nth);
-        cpu_attention(pool, 1, got, 0, q, 0, k, v, n_heads, n_kv, head_dim, t0, t1, 0.125f, scratch, per_thread);
-        cr_assert(memcmp(got, want, sizeof(float) * q_dim) == 0, "cpu_attention of one query on %d threads differs", nth);
-        pool_destroy(pool);
-    }
     free(k), free(v), free(scratch);
 }
 

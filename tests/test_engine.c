@@ -68,48 +68,94 @@ Test(engine, context_limit_is_an_error) {
 }
 
 // Batched prefill is token-by-token decode, bit for bit: the same last
-// logits and the same KV cache, with a prompt of a full batch and part
-// of another (prefill.c takes 96 tokens at a time), on a dense and an MoE
-// model and, when it is installed, on Gemma 3 270M (GELU, post-norms, f16
-// inputs of 640-wide rows).
-static void prefill_matches_decode_file(const char *path, const char *name) {
+// logits and the same KV cache, with a prompt of n tokens (prefill.c takes
+// 96 at a time: n = 150 is a full batch and part of another), on a dense and
+// an MoE model and, when it is installed, on Gemma 3 270M (GELU, post-norms,
+// f16 inputs of 640-wide rows); a 2K prompt with either cache type.
+static void prefill_matches_decode_file(const char *path, const char *name, int n, seam_kv_config cache) {
     seam_model m;
     seam_error e = {{0}};
     cr_assert_eq(model_load(&m, path, &e), 0, "%s", e.msg);
-    enum { N = 150 };
-    int tokens[N];
+    int *tokens = malloc(sizeof(int) * (size_t)n);
     uint64_t rng = 9;
-    for (int i = 0; i < N; i++) tokens[i] = (int)(test_rng_next(&rng) % (uint64_t)m.cfg.n_vocab);
+    for (int i = 0; i < n; i++) tokens[i] = (int)(test_rng_next(&rng) % (uint64_t)m.cfg.n_vocab);
     seam_engine a, b;
-    cr_assert_eq(engine_init(&a, &m, N, &e), 0, "%s", e.msg);
-    cr_assert_eq(engine_init(&b, &m, N, &e), 0, "%s", e.msg);
+    cr_assert_eq(engine_init_kv(&a, &m, n, cache, &e), 0, "%s", e.msg);
+    cr_assert_eq(engine_init_kv(&b, &m, n, cache, &e), 0, "%s", e.msg);
     cr_assert_eq(engine_set_threads(&b, 2, &e), 0, "%s", e.msg);
     float *la, *lb;
-    for (int i = 0; i < N; i++) cr_assert_eq(engine_forward(&a, tokens[i], i, &la, &e), 0, "%s", e.msg);
-    cr_assert_eq(engine_prefill(&b, tokens, N, 0, &lb, &e), 0, "%s", e.msg);
-    cr_assert(memcmp(la, lb, sizeof(float) * m.cfg.n_vocab) == 0, "%s: last logits differ", name);
-    const size_t kv = (size_t)m.cfg.n_layers * N * m.cfg.n_kv_heads * m.cfg.head_dim * sizeof(seam_f16);
-    cr_assert(memcmp(a.s.key_cache, b.s.key_cache, kv) == 0, "%s: K caches differ", name);
-    cr_assert(memcmp(a.s.value_cache, b.s.value_cache, kv) == 0, "%s: V caches differ", name);
+    for (int i = 0; i < n; i++) cr_assert_eq(engine_forward(&a, tokens[i], i, &la, &e), 0, "%s", e.msg);
+    cr_assert_eq(engine_prefill(&b, tokens, n, 0, &lb, &e), 0, "%s", e.msg);
+    cr_assert(memcmp(la, lb, sizeof(float) * m.cfg.n_vocab) == 0, "%s, %d tokens: last logits differ", name, n);
+    cr_assert(a.s.kv.bytes == b.s.kv.bytes && memcmp(a.s.kv.mem, b.s.kv.mem, a.s.kv.bytes) == 0,
+              "%s, %d tokens: KV caches differ", name, n);
     engine_free(&a), engine_free(&b);
+    free(tokens);
     model_free(&m);
 }
 
-static void prefill_matches_decode(const char *shape) {
+static const char *synthetic(const char *shape) {
     static char path[4096], cmd[8192];
     snprintf(path, sizeof path, "%s", test_path(shape));
     snprintf(cmd, sizeof cmd, "%s/seam-synth %s/models/%s.shape -o %s 2>/dev/null", SEAM_BINARY_DIR, SEAM_SOURCE_DIR,
              shape, path);
     cr_assert_eq(system(cmd), 0, "seam-synth failed: %s", cmd);
-    prefill_matches_decode_file(path, shape);
+    return path;
 }
 
-Test(engine, prefill_equals_decode_dense) { prefill_matches_decode("small"); }
-Test(engine, prefill_equals_decode_moe) { prefill_matches_decode("moe-small"); }
-Test(engine, prefill_equals_decode_gemma) {
+// The default real model, or the test skips.
+static const char *gemma(void) {
     static char path[4096];
     snprintf(path, sizeof path, "%s/models/gemma-3-270m-q4_k_m.gguf", SEAM_SOURCE_DIR);
     if (access(path, R_OK))
         cr_skip_test("models/gemma-3-270m-q4_k_m.gguf is not installed (models/get-default-model.sh installs it)");
-    prefill_matches_decode_file(path, "gemma-3-270m");
+    return path;
+}
+
+static const seam_kv_config F16 = {0}, Q8_0 = {.k = KV_Q8_0, .v = KV_Q8_0};
+
+Test(engine, prefill_equals_decode_dense) { prefill_matches_decode_file(synthetic("small"), "small", 150, F16); }
+Test(engine, prefill_equals_decode_moe) { prefill_matches_decode_file(synthetic("moe-small"), "moe-small", 150, F16); }
+Test(engine, prefill_equals_decode_gemma) { prefill_matches_decode_file(gemma(), "gemma-3-270m", 150, F16); }
+Test(engine, prefill_equals_decode_2k) {
+    prefill_matches_decode_file(synthetic("small"), "small", 2048, F16);
+    prefill_matches_decode_file(synthetic("small"), "small, q8_0 cache", 2048, Q8_0);
+}
+
+// A sliding layer's ring of its window (gemma3's local layers, window 512)
+// gives the logits of the whole cache, bit for bit, past the point where the
+// ring wraps: a prompt of 600 tokens in batches, then 100 decoded one at a
+// time, with either cache type.
+Test(engine, sliding_ring_equals_full_cache, .timeout = 600) {
+    seam_model m;
+    seam_error e = {{0}};
+    cr_assert_eq(model_load(&m, gemma(), &e), 0, "%s", e.msg);
+    enum { N_CTX = 700, N_PROMPT = 600 };
+    int tokens[N_CTX];
+    uint64_t rng = 21;
+    for (int i = 0; i < N_CTX; i++) tokens[i] = (int)(test_rng_next(&rng) % (uint64_t)m.cfg.n_vocab);
+    for (int ty = 0; ty < 2; ty++) {
+        seam_kv_config ring = ty ? Q8_0 : F16, full = ring;
+        full.swa_full = true;
+        seam_engine a, b;
+        cr_assert_eq(engine_init_kv(&a, &m, N_CTX, ring, &e), 0, "%s", e.msg);
+        cr_assert_eq(engine_init_kv(&b, &m, N_CTX, full, &e), 0, "%s", e.msg);
+        cr_assert(a.s.kv.rows[0] < N_CTX && b.s.kv.rows[0] == N_CTX && a.s.kv.bytes < b.s.kv.bytes,
+                  "layer 0 is a sliding layer: a ring of %d positions, not %d", a.s.kv.rows[0], b.s.kv.rows[0]);
+        cr_assert_eq(engine_set_threads(&a, 2, &e), 0, "%s", e.msg);
+        cr_assert_eq(engine_set_threads(&b, 2, &e), 0, "%s", e.msg);
+        float *la, *lb;
+        cr_assert_eq(engine_prefill(&a, tokens, N_PROMPT, 0, &la, &e), 0, "%s", e.msg);
+        cr_assert_eq(engine_prefill(&b, tokens, N_PROMPT, 0, &lb, &e), 0, "%s", e.msg);
+        cr_assert(memcmp(la, lb, sizeof(float) * m.cfg.n_vocab) == 0, "%s: the prompt's last logits differ",
+                  plan_kv_type_name[ring.k]);
+        for (int p = N_PROMPT; p < N_CTX; p++) {
+            cr_assert_eq(engine_forward(&a, tokens[p], p, &la, &e), 0, "%s", e.msg);
+            cr_assert_eq(engine_forward(&b, tokens[p], p, &lb, &e), 0, "%s", e.msg);
+            cr_assert(memcmp(la, lb, sizeof(float) * m.cfg.n_vocab) == 0, "%s: logits differ at position %d",
+                      plan_kv_type_name[ring.k], p);
+        }
+        engine_free(&a), engine_free(&b);
+    }
+    model_free(&m);
 }

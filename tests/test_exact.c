@@ -103,7 +103,7 @@ Test(exact, attention_values_are_dots_over_positions) {
     uint64_t rng = 11;
     for (int i = 0; i < T * D; i++) v[i] = seam_f32_to_f16(test_rng_normal(&rng));
     for (int t = 0; t < T; t++) w[t] = fabsf(test_rng_normal(&rng)) / T;
-    exact_attention_values(out, w, v, 3, T, D, D, scratch);
+    exact_attention_values(out, w, v, 3, T, D, D, T, scratch);
     for (int d = 0; d < D; d++) {
         // the same as one f16 dot over a zero-padded row of 128 positions
         for (int t = 0; t < 128; t++) {

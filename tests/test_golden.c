@@ -46,6 +46,7 @@ typedef struct {
     char kind[8];          // "synth" (path is a shape file) or "file" (path is the GGUF)
     char path[4096];       // relative to the source root unless absolute
     char sha256[65];
+    seam_kv_config cache;  // the KV cache's types ("cache K V"; f16 f16 when absent)
     int n_vocab;
     int n_tokens;
     int *tokens;           // (n_tokens) the prompt
@@ -99,6 +100,12 @@ static void load_fixture(const char *name, fixture *fx) {
         else if (!strcmp(line, "model"))
             cr_assert(sscanf(rest, "%7s %4095s", fx->kind, fx->path) == 2, "%s: bad model line", path);
         else if (!strcmp(line, "sha256")) snprintf(fx->sha256, sizeof fx->sha256, "%s", rest);
+        else if (!strcmp(line, "cache")) {
+            char k[16], v[16];
+            cr_assert(sscanf(rest, "%15s %15s", k, v) == 2 && plan_kv_type_find(k) >= 0 && plan_kv_type_find(v) >= 0,
+                      "%s: bad cache line '%s'", path, rest);
+            fx->cache.k = (seam_kv_type)plan_kv_type_find(k), fx->cache.v = (seam_kv_type)plan_kv_type_find(v);
+        }
         else if (!strcmp(line, "n_vocab")) fx->n_vocab = atoi(rest);
         else if (!strcmp(line, "tokens")) fx->tokens = parse_list(path, line, rest, false, &fx->n_tokens);
         else if (!strcmp(line, "top1")) fx->top1 = parse_list(path, line, rest, false, &n_top1);
@@ -260,7 +267,7 @@ ParameterizedTest(golden_case *gc, golden, logits) {
     const bool real = !strcmp(fx.kind, "file");
     const int n_ctx = fx.n_tokens + (real ? fx.n_greedy : 0);
     seam_engine eng;
-    cr_assert(engine_init(&eng, &m, n_ctx, &err) == 0, "%s: %s", name, err.msg);
+    cr_assert(engine_init_kv(&eng, &m, n_ctx, fx.cache, &err) == 0, "%s: %s", name, err.msg);
 
     // teacher forcing over the prompt
     tally diff = {.first_pos = -1}, top = {.first_pos = -1};
@@ -359,11 +366,12 @@ ParameterizedTest(golden_case *gc, golden, split) {
                   {L / 2, OVERFLOW_STREAM}};
     for (size_t si = 0; si < sizeof splits / sizeof *splits; si++) {
         const seam_plan_request req = {.gpu_layers = splits[si].n, .head = -1, .overflow = splits[si].overflow,
-                                       .n_ctx = fx.n_tokens, .gpu_budget = UINT64_MAX / 2};
+                                       .n_ctx = fx.n_tokens, .cache = fx.cache, .gpu_budget = UINT64_MAX / 2};
         seam_plan plan;
         seam_engine eng;
         cr_assert(plan_make(&plan, &m, &req, &err) == 0, "%s: %s", name, err.msg);
-        cr_assert(engine_init(&eng, &m, fx.n_tokens, &err) == 0 && engine_place(&eng, &plan, true, &err) == 0,
+        cr_assert(engine_init_kv(&eng, &m, fx.n_tokens, fx.cache, &err) == 0 &&
+                      engine_place(&eng, &plan, true, &err) == 0,
                   "%s, %d GPU layers, overflow %s: %s", name, splits[si].n, plan_overflow_name[splits[si].overflow],
                   err.msg);
         float *logits;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "cpu/ops.h"
 #include "exact.h"
 #include "gguf.h"
 #include "helpers.h"
@@ -113,4 +114,16 @@ Test(regressions, moe_ignores_dense_ffn_length) {
     engine_free(&eng);
     model_free(&m);
     free(buf);
+}
+
+// A q8_0 cache on Gemma 3 parted from llama.cpp at one token of a 700-token
+// prompt: the GELU table's entry for x = -1.999 (f16 0xbfff). ggml-cpu.c is
+// compiled as gnu11, where gcc fuses 1 + a*x*x into one multiply-add, and
+// only that entry of the 65536 rounds to another f16 unfused. llama.cpp's
+// value, read from its ffn_geglu tensor: -0.045501709 (f16 0xa9d3).
+Test(regressions, geglu_table_fuses_as_ggml) {
+    float gate = seam_f16_to_f32(0xbfff), up = 1.0f;
+    cpu_geglu(&gate, &up, 1);
+    cr_assert_eq(gate, seam_f16_to_f32(0xa9d3), "gelu(%.9g) = %.9g, llama.cpp's %.9g", seam_f16_to_f32(0xbfff), gate,
+                 seam_f16_to_f32(0xa9d3));
 }

@@ -27,9 +27,12 @@ Models, each giving fixtures named after it:
   - every GGUF named on the command line.
   A real model gets one fixture per text of PROMPTS (NAME-1, NAME-2, ...),
   tokenised by llama.cpp (with BOS as the file says).
+Each synthetic model, and the default real model on its first prompt, also
+gets a fixture with a q8_0 KV cache (NAME-q8_0, NAME-1-q8_0): llama.cpp with
+-ctk q8_0 -ctv q8_0, which runs its flash attention (ref_logits.py).
 
-llama.cpp runs on its plain CPU path (no repacking, no AMX, no flash
-attention, f16 KV cache), one token at a time, as seam does. Its greedy
+llama.cpp runs on its plain CPU path (no repacking, no AMX; no flash
+attention over an f16 KV cache), one token at a time, as seam does. Its greedy
 continuation of GREEDY tokens is recorded; the logits along it are the
 teacher-forced logits of prompt + continuation, so each step's margin is
 known too.
@@ -44,6 +47,8 @@ its values, separated by single spaces; a list starts with its length:
                                   seam-synth from the shape file) or
                                   "file PATH"; paths relative to the source
                                   root unless absolute
+  cache K V                       the KV cache's types (f16 or q8_0); absent:
+                                  f16 f16
   sha256 HEX                      SHA-256 of the GGUF file
   n_vocab N
   tokens N t0 t1 ...              the prompt's token ids
@@ -149,9 +154,10 @@ def build_mismatch():
             "the recorded line")
 
 
-def write_fixture(name, model_line, gguf, text, threads):
-    """Writes logits-NAME.{txt,f32}; the prompt is `text`, or SYNTH_SEED's tokens when None."""
-    ref = Reference(gguf, N_CTX, threads)
+def write_fixture(name, model_line, gguf, text, threads, cache="f16"):
+    """Writes logits-NAME.{txt,f32}; the prompt is `text`, or SYNTH_SEED's tokens when None;
+    the KV cache's keys and values are of type `cache`."""
+    ref = Reference(gguf, N_CTX, threads, cache, cache)
     if text is None:
         r = random.Random(SYNTH_SEED)
         tokens = [r.randrange(ref.n_vocab) for _ in range(N_SYNTH_TOKENS)]
@@ -183,6 +189,8 @@ def write_fixture(name, model_line, gguf, text, threads):
         f.write(f"system_info {info}\n")
         f.write(f"model {model_line}\n")
         f.write(f"sha256 {sha256(gguf)}\n")
+        if cache != "f16":
+            f.write(f"cache {cache} {cache}\n")
         f.write(f"n_vocab {ref.n_vocab}\n")
         f.write(fmt_list("tokens", tokens))
         f.write(fmt_list("top1", [t for t, _ in tops[:n]]))
@@ -238,6 +246,7 @@ def main():
             gguf = os.path.join(tmp, name + ".gguf")
             synthesise(shape, gguf)
             write_fixture(name, f"synth {shape}", gguf, None, a.threads)
+            write_fixture(f"{name}-q8_0", f"synth {shape}", gguf, None, a.threads, "q8_0")
 
     real = [os.path.join(ROOT, DEFAULT_MODEL)] if os.path.exists(os.path.join(ROOT, DEFAULT_MODEL)) else []
     if not real:
@@ -249,6 +258,7 @@ def main():
         name = name[:-5] if name.endswith(".gguf") else name
         for k, text in enumerate(PROMPTS, 1):
             write_fixture(f"{name}-{k}", f"file {relative(path)}", path, text, a.threads)
+        write_fixture(f"{name}-1-q8_0", f"file {relative(path)}", path, PROMPTS[0], a.threads, "q8_0")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,13 @@ builds (the pinned version, from source, flags written down):
 /opt/llamavenv/bin/python, or /opt/llamavenv-avx2/bin/python for the
 AVX2-only build.
 
+With a q8_0 KV cache (--cache-type-k/--cache-type-v, seam's -ctk/-ctv)
+llama.cpp runs its flash attention, the only attention it has over a
+quantised V cache, and the one seam follows for any q8_0 cache.
+
   ref_logits.py MODEL --tokens 1,2,3 [--prompt TEXT] [--greedy N]
                 [--logits OUT.f32] [--json OUT.json] [--threads N] [--batch]
+                [--cache-type-k f16|q8_0] [--cache-type-v f16|q8_0]
   ref_logits.py --system-info      the version and llama.cpp's system info line
 
 --logits writes float32 little-endian, row-major [n_tokens][n_vocab]: the
@@ -49,8 +54,17 @@ def system_info():
     return f"llama-cpp-python {L.__version__}", L.llama_print_system_info().decode().strip()
 
 
+# KV cache types by name, as ggml numbers them (GGML_TYPE_F16, GGML_TYPE_Q8_0).
+CACHE_TYPES = {"f16": 1, "q8_0": 8}
+
+
 class Reference:
-    def __init__(self, path, n_ctx, threads):
+    """llama.cpp on one model. cache_k, cache_v: the KV cache's types
+    (CACHE_TYPES' names); flash attention runs exactly when one is quantised,
+    as seam's attention does. swa_full: sliding-window layers keep every
+    position (the golden fixtures' setting; llama.cpp's default is a ring)."""
+
+    def __init__(self, path, n_ctx, threads, cache_k="f16", cache_v="f16", swa_full=True):
         L.llama_backend_init()
         L.llama_log_set(_quiet_log, None)
         mp = L.llama_model_default_params()
@@ -68,10 +82,11 @@ class Reference:
         cp.n_ubatch = n_ctx
         cp.n_threads = threads
         cp.n_threads_batch = threads
-        cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        cp.type_k = 1  # GGML_TYPE_F16, as seam's cache
-        cp.type_v = 1
-        cp.swa_full = True
+        quantised = cache_k != "f16" or cache_v != "f16"
+        cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if quantised else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        cp.type_k = CACHE_TYPES[cache_k]
+        cp.type_v = CACHE_TYPES[cache_v]
+        cp.swa_full = swa_full
         self.ctx = L.llama_init_from_model(self.model, cp)
         if not self.ctx:
             sys.exit("ref_logits: llama.cpp could not create a context")
@@ -147,6 +162,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ctx", type=int, default=1024)
     ap.add_argument("--batch", action="store_true")
+    ap.add_argument("--cache-type-k", choices=CACHE_TYPES, default="f16")
+    ap.add_argument("--cache-type-v", choices=CACHE_TYPES, default="f16")
     a = ap.parse_args()
     if a.system_info:
         print("\n".join(system_info()))
@@ -154,7 +171,7 @@ def main():
     if not a.model:
         ap.error("give a MODEL (or --system-info)")
 
-    ref = Reference(a.model, a.ctx, a.threads)
+    ref = Reference(a.model, a.ctx, a.threads, a.cache_type_k, a.cache_type_v)
     if a.tokens:
         tokens = [int(t) for t in a.tokens.split(",")]
     elif a.prompt is not None:

@@ -45,10 +45,15 @@ static inline const float *cpu_q8_0_scales_of(const void *act, int64_t n) {
 
 // An attention head's weighted sum of values, the contract of
 // exact_attention_values (src/exact.h): out (head_dim) = sum over t in
-// [t0, t1) of f16(w[t]) * v[t] (v rows at stride elements), in llama.cpp's
-// lane order; scratch holds head_dim * 64 floats.
+// [t0, t1) of f16(w[t]) * v[t] (position t's row at v + (t % ring) * stride
+// elements), in llama.cpp's lane order; scratch holds head_dim * 64 floats.
 typedef void (*cpu_attn_values_fn)(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim,
-                                   int64_t stride, float *scratch);
+                                   int64_t stride, int ring, float *scratch);
+
+// Flash attention's online softmax and sum of values over the scores
+// s[t0..t1), the contract of exact_attention_flash (src/exact.h).
+typedef void (*cpu_attn_flash_fn)(float *out, const float *s, const void *v, uint32_t v_type, size_t v_row, int ring,
+                                  int t0, int t1, int head_dim, float *scratch);
 
 // dst[i] = seam_f32_to_f16(src[i]) for i < n (the KV cache, q for the
 // attention dots).
@@ -74,6 +79,7 @@ typedef struct {
     const char *name;                 // "avx512", "avx2", "scalar": which set was chosen
     cpu_dot_fn dot[GGML_TYPE_COUNT];  // per weight type; every supported type is set
     cpu_attn_values_fn attn_values;
+    cpu_attn_flash_fn attn_flash;
     cpu_to_f16_fn to_f16;
     cpu_quantize_q8_K_fn quantize_q8_K;
     cpu_quantize_q8_0_fn quantize_q8_0;

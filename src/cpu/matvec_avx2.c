@@ -249,14 +249,16 @@ static void quantize_q8_K(const float *x, block_q8_K *y, int64_t n) {
 #define ATTN_CHUNK 1024  // positions whose f16-rounded weights sit on the stack at once (a multiple of 64)
 
 // One lane's positions first, first + 64, .. < end for 8 * nk dimensions:
-// nk independent chains of fused multiply-adds in registers.
+// nk independent chains of fused multiply-adds in registers. Position t's
+// row is v + (t % ring) * stride, its row index kept as it goes.
 static inline __attribute__((always_inline)) void lane_values(int nk, float *acc, bool fresh, const float *p,
-                                                              const seam_f16 *v, int first, int end, int64_t stride) {
+                                                              const seam_f16 *v, int first, int end, int64_t stride,
+                                                              int ring) {
     __m256 a[8];
     for (int k = 0; k < nk; k++) a[k] = fresh ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + 8 * k);
-    for (int t = first; t < end; t += 64) {
+    for (int t = first, r = first % ring; t < end; t += 64, r = r + 64 < ring ? r + 64 : (r + 64) % ring) {
         const __m256 pt = _mm256_set1_ps(p[t]);
-        const seam_f16 *row = v + (int64_t)t * stride;
+        const seam_f16 *row = v + (int64_t)r * stride;
         for (int k = 0; k < nk; k++)
             a[k] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 8 * k))), pt, a[k]);
     }
@@ -264,7 +266,7 @@ static inline __attribute__((always_inline)) void lane_values(int nk, float *acc
 }
 
 static void attn_values(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim, int64_t stride,
-                        float *scratch) {
+                        int ring, float *scratch) {
     const int vec = head_dim & ~7;
     const size_t hd = (size_t)head_dim;
     float p[ATTN_CHUNK];
@@ -277,11 +279,12 @@ static void attn_values(float *out, const float *w, const seam_f16 *v, int t0, i
             float *acc = scratch + (size_t)lane * hd;
             const bool fresh = c0 == t0;
             int d = 0;
-            for (; d + 64 <= vec; d += 64) lane_values(8, acc + d, fresh, p - c0, v + d, first, c1, stride);
-            for (; d < vec; d += 8) lane_values(1, acc + d, fresh, p - c0, v + d, first, c1, stride);
+            for (; d + 64 <= vec; d += 64) lane_values(8, acc + d, fresh, p - c0, v + d, first, c1, stride, ring);
+            for (; d < vec; d += 8) lane_values(1, acc + d, fresh, p - c0, v + d, first, c1, stride, ring);
             for (; d < head_dim; d++) {
                 float a = fresh ? 0.0f : acc[d];
-                for (int t = first; t < c1; t += 64) a = fmaf(f16_to_f32(v[(int64_t)t * stride + d]), p[t - c0], a);
+                for (int t = first; t < c1; t += 64)
+                    a = fmaf(f16_to_f32(v[(int64_t)(t % ring) * stride + d]), p[t - c0], a);
                 acc[d] = a;
             }
         }
@@ -311,6 +314,79 @@ static void attn_values(float *out, const float *w, const seam_f16 *v, int t0, i
         out[d] = (t6[0] + t6[2]) + (t6[1] + t6[3]);
     }
 #undef A
+}
+
+// ---------------------------------------------------------------------------
+// Flash attention's online softmax and sum of values (reference:
+// exact_attention_flash in src/exact.c): the same scalar steps per position
+// (the running maximum and sum, libm's expf), each step's operation on the
+// head_dim accumulators 8 lanes at a time -- a product or a fused
+// multiply-add per element, so the lanes change no result.
+
+// acc (n, a multiple of 8) *= ms, in f32 or through f16.
+static inline void flash_scale(float *acc, seam_f16 *acc16, bool f16, int n, float ms) {
+    const __m256 m = _mm256_set1_ps(ms);
+    for (int d = 0; d < n; d += 8) {
+        if (f16) {
+            const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc16 + d)));
+            _mm_storeu_si128((__m128i *)(acc16 + d), _mm256_cvtps_ph(_mm256_mul_ps(a, m), _MM_FROUND_TO_NEAREST_INT));
+        } else {
+            _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), m));
+        }
+    }
+}
+
+static void attn_flash(float *out, const float *s, const void *v, uint32_t v_type, size_t v_row, int ring, int t0,
+                       int t1, int head_dim, float *scratch) {
+    const bool f16 = v_type == GGML_TYPE_F16;
+    const int vec = head_dim & ~7;  // a q8_0 head is whole blocks of 32; an f16 one may have a tail
+    float *acc = scratch;
+    seam_f16 *acc16 = (seam_f16 *)(scratch + head_dim);
+    for (int d = 0; d < head_dim; d++) acc[d] = 0.0f, acc16[d] = 0;
+    float S = 0.0f, M = -INFINITY;
+    for (int t = t0, r = t0 % ring; t < t1; t++, r = r + 1 < ring ? r + 1 : 0) {
+        const uint8_t *row = (const uint8_t *)v + (size_t)r * v_row;
+        float ms = 1.0f, vs = 1.0f;
+        if (s[t] > M) {
+            const float m_old = M;
+            M = s[t];
+            ms = expf(m_old - M);
+            flash_scale(acc, acc16, f16, vec, ms);
+            for (int d = vec; d < head_dim; d++) acc16[d] = to_f16_1(f16_to_f32(acc16[d]) * ms);
+        } else {
+            vs = expf(s[t] - M);
+        }
+        const __m256 w = _mm256_set1_ps(vs);
+        if (f16) {
+            const seam_f16 *x = (const seam_f16 *)row;
+            for (int d = 0; d < vec; d += 8) {
+                const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + d)));
+                const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc16 + d)));
+                _mm_storeu_si128((__m128i *)(acc16 + d),
+                                 _mm256_cvtps_ph(_mm256_fmadd_ps(xv, w, a), _MM_FROUND_TO_NEAREST_INT));
+            }
+            for (int d = vec; d < head_dim; d++) acc16[d] = to_f16_1(fmaf(f16_to_f32(x[d]), vs, f16_to_f32(acc16[d])));
+        } else {
+            const block_q8_0 *x = (const block_q8_0 *)row;
+            for (int b = 0; b < head_dim / QK8_0; b++) {
+                const __m256 d = _mm256_set1_ps(f16_to_f32(x[b].d));
+                for (int j = 0; j < QK8_0; j += 8) {
+                    const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(x[b].qs + j)));
+                    const __m256 value = _mm256_mul_ps(_mm256_cvtepi32_ps(q), d);  // dequantised, rounded
+                    float *a = acc + b * QK8_0 + j;
+                    _mm256_storeu_ps(a, _mm256_fmadd_ps(value, w, _mm256_loadu_ps(a)));
+                }
+            }
+        }
+        S = fmaf(S, ms, vs);
+    }
+    if (f16)
+        for (int d = 0; d < head_dim; d++) acc[d] = f16_to_f32(acc16[d]);
+    const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
+    const __m256 sv = _mm256_set1_ps(s_inv);
+    int d = 0;
+    for (; d < vec; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), sv));
+    for (; d < head_dim; d++) out[d] = acc[d] * s_inv;
 }
 
 // ---------------------------------------------------------------------------
@@ -432,6 +508,7 @@ void cpu_kernels_fill_avx2(cpu_kernels *k) {
     k->dot[GGML_TYPE_Q4_K] = dot_q4_K;
     k->dot[GGML_TYPE_Q6_K] = dot_q6_K;
     k->attn_values = attn_values;
+    k->attn_flash = attn_flash;
     k->to_f16 = to_f16;
     k->quantize_q8_K = quantize_q8_K;
     k->quantize_q8_0 = quantize_q8_0;

@@ -73,6 +73,7 @@ static void kernels_init(void) {
     k->name = "scalar";
     for (int t = 0; t < GGML_TYPE_COUNT; t++) k->dot[t] = dot_rows_ref;
     k->attn_values = exact_attention_values;
+    k->attn_flash = exact_attention_flash;
     k->to_f16 = to_f16_ref;
     k->quantize_q8_K = seam_quantize_row_q8_K;
     k->quantize_q8_0 = seam_quantize_row_q8_0;
@@ -259,17 +260,55 @@ void cpu_rope_apply(float *q, int n_heads, float *k, int n_kv_heads, int head_di
 
 void cpu_softmax(float *x, int n) { cpu_kernels_get()->softmax(x, 0, n, n); }
 
-void cpu_attention_head(float *out, const float *q, const seam_f16 *k_cache, const seam_f16 *v_cache, int t0,
-                        int t1, int head_dim, int64_t stride, float scale, float *att, float *acc) {
+void cpu_fwht(float *x, int64_t n, int block) {
+    const float scale = 1.0f / sqrtf((float)block);
+    for (int64_t b = 0; b < n; b += block) {
+        float *y = x + b;
+        for (int j = 0; j < block; j++) y[j] *= scale;
+        for (int len = 1; len < block; len <<= 1)
+            for (int i = 0; i < block; i += 2 * len)
+                for (int j = i; j < i + len; j++) {
+                    const float u = y[j], v = y[j + len];
+                    y[j] = u + v;
+                    y[j + len] = u - v;
+                }
+    }
+}
+
+void cpu_kv_store(uint32_t type, void *row, const float *x, int64_t n) {
     const cpu_kernels *kern = cpu_kernels_get();
-    seam_f16 q16[head_dim];
-    kern->to_f16(q16, q, head_dim);
-    // scores: each key row . q, the F16 dot (exact_dot_f16's order), then the scale
-    kern->dot[GGML_TYPE_F16](GGML_TYPE_F16, k_cache + (int64_t)t0 * stride, (size_t)stride * sizeof(seam_f16), t1 - t0,
-                             q16, 0, 1, head_dim, att + t0, 0);
+    if (type == GGML_TYPE_Q8_0) kern->quantize_q8_0(x, row, n);
+    else kern->to_f16(row, x, n);
+}
+
+// att[t] = position t's keys . qa (q in K's dot type) for t in [t0, t1): K's
+// dot kernel over each run of rows that lie one after another in the ring.
+static void attention_scores(const cpu_kernels *kern, const cpu_kv *kv, const void *qa, int t0, int t1, int head_dim,
+                             float *att) {
+    for (int t = t0; t < t1;) {
+        const int r = t % kv->ring, run = t1 - t < kv->ring - r ? t1 - t : kv->ring - r;
+        kern->dot[kv->k_type](kv->k_type, kv->k + (size_t)r * kv->k_row, kv->k_row, run, qa, 0, 1, head_dim, att + t,
+                              0);
+        t += run;
+    }
+}
+
+void cpu_attention_head(float *out, const float *q, const cpu_kv *kv, int t0, int t1, int head_dim, float scale,
+                        float *att, float *acc) {
+    const cpu_kernels *kern = cpu_kernels_get();
+    // q in K's dot type, in acc until the scores are done: rounded to f16, or
+    // q8_0 blocks with the scales the tile kernels take
+    if (kv->k_type == GGML_TYPE_Q8_0) cpu_quantize_input(GGML_TYPE_Q8_0, q, acc, head_dim);
+    else kern->to_f16((seam_f16 *)acc, q, head_dim);
+    attention_scores(kern, kv, acc, t0, t1, head_dim, att);
     for (int t = t0; t < t1; t++) att[t] *= scale;
-    kern->softmax(att, t0, t1, (t1 + 15) / 16 * 16);
-    kern->attn_values(out, att, v_cache, t0, t1, head_dim, stride, acc);
+    if (kv->k_type == GGML_TYPE_F16 && kv->v_type == GGML_TYPE_F16) {
+        kern->softmax(att, t0, t1, (t1 + 15) / 16 * 16);
+        kern->attn_values(out, att, (const seam_f16 *)kv->v, t0, t1, head_dim, (int64_t)(kv->v_row / sizeof(seam_f16)),
+                          kv->ring, acc);
+    } else {
+        kern->attn_flash(out, att, kv->v, kv->v_type, kv->v_row, kv->ring, t0, t1, head_dim, acc);
+    }
 }
 
 void cpu_to_f16(seam_f16 *dst, const float *src, int64_t n) {
@@ -286,10 +325,10 @@ typedef struct {
     int64_t out_stride;
     const float *q;
     int64_t q_stride;
-    const seam_f16 *k_cache, *v_cache;
+    const cpu_kv *kv;
+    size_t k_head, v_head;  // bytes of one head's keys, values
     int n_heads, group, head_dim;
     const int *t0, *t1;
-    int64_t stride;
     float scale;
     float *scratch;
     size_t scratch_floats;  // per thread
@@ -307,20 +346,23 @@ static void attention_share(void *ctx, int ith, int nth) {
     float *acc = att + (j->scratch_floats - 64 * (size_t)j->head_dim);
     for (int k; (k = atomic_fetch_add(&j->next, 1)) < j->n * j->n_heads;) {
         const int h = k / j->n, i = k % j->n;
-        const int64_t kv = (int64_t)(h / j->group) * j->head_dim, hd = (int64_t)h * j->head_dim;
-        cpu_attention_head(j->out + i * j->out_stride + hd, j->q + i * j->q_stride + hd, j->k_cache + kv,
-                           j->v_cache + kv, j->t0[i], j->t1[i], j->head_dim, j->stride, j->scale, att, acc);
+        const int64_t hd = (int64_t)h * j->head_dim;
+        cpu_kv head = *j->kv;  // the KV head's values within each row
+        head.k += (size_t)(h / j->group) * j->k_head;
+        head.v += (size_t)(h / j->group) * j->v_head;
+        cpu_attention_head(j->out + i * j->out_stride + hd, j->q + i * j->q_stride + hd, &head, j->t0[i], j->t1[i],
+                           j->head_dim, j->scale, att, acc);
     }
 }
 
 void cpu_attention(seam_pool *pool, int n, float *out, int64_t out_stride, const float *q, int64_t q_stride,
-                   const seam_f16 *k_cache, const seam_f16 *v_cache, int n_heads, int n_kv_heads, int head_dim,
-                   const int *t0, const int *t1, float scale, float *scratch, size_t scratch_floats) {
+                   const cpu_kv *kv, int n_heads, int n_kv_heads, int head_dim, const int *t0, const int *t1,
+                   float scale, float *scratch, size_t scratch_floats) {
     attention_job job = {
-        .n = n, .out = out, .out_stride = out_stride, .q = q, .q_stride = q_stride, .k_cache = k_cache,
-        .v_cache = v_cache, .n_heads = n_heads, .group = n_heads / n_kv_heads, .head_dim = head_dim, .t0 = t0,
-        .t1 = t1, .stride = (int64_t)n_kv_heads * head_dim, .scale = scale, .scratch = scratch,
-        .scratch_floats = scratch_floats,
+        .n = n, .out = out, .out_stride = out_stride, .q = q, .q_stride = q_stride, .kv = kv,
+        .k_head = ggml_row_bytes(kv->k_type, (uint64_t)head_dim), .v_head = ggml_row_bytes(kv->v_type, (uint64_t)head_dim),
+        .n_heads = n_heads, .group = n_heads / n_kv_heads, .head_dim = head_dim, .t0 = t0, .t1 = t1, .scale = scale,
+        .scratch = scratch, .scratch_floats = scratch_floats,
     };
     pool_run(pool, attention_share, &job);
 }
@@ -335,7 +377,9 @@ static void gelu_table_init(void) {
     const float sqrt_2_over_pi = 0.79788456080286535587989211986876f, coef_a = 0.044715f;
     for (int i = 0; i < 1 << 16; i++) {
         const float x = seam_f16_to_f32((seam_f16)i);
-        gelu_table[i] = seam_f32_to_f16(0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + coef_a * x * x))));
+        // ggml-cpu.c is compiled as gnu11, so gcc fuses 1 + a*x*x; one entry
+        // (x = -1.999) rounds differently unfused
+        gelu_table[i] = seam_f32_to_f16(0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * fmaf(coef_a * x, x, 1.0f))));
     }
 }
 

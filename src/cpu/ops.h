@@ -59,26 +59,54 @@ void cpu_rope_angles(float *cos_t, float *sin_t, int rope_dim, int pos, float ba
 void cpu_rope_apply(float *q, int n_heads, float *k, int n_kv_heads, int head_dim, int rope_dim, const float *cos_t,
                     const float *sin_t, bool neox);
 
-// One query head against the cached keys and values of its KV head:
+// One layer's KV cache as attention reads it (engine.h's seam_kv_cache):
+// position t's keys in the row at k + (t % ring) * k_row bytes, its values
+// at v + (t % ring) * v_row, each row n_kv_heads heads of head_dim values in
+// k_type / v_type (GGML_TYPE_F16 or GGML_TYPE_Q8_0).
+typedef struct {
+    const uint8_t *k, *v;
+    size_t k_row, v_row;
+    uint32_t k_type, v_type;
+    int ring;  // rows the layer holds: a full layer's n_ctx, or a sliding layer's ring
+} cpu_kv;
+
+// The orthonormal Walsh-Hadamard transform of each block of `block` values
+// (a power of two) of x (n, a multiple of block), in place, as ggml's
+// fast transform (ggml_compute_forward_fwht): the block scaled by
+// 1 / sqrtf(block) first, then butterflies (u + v, u - v) of distance 1, 2,
+// 4, .. block / 2. Its own inverse. llama.cpp turns queries, keys and values
+// with it before a quantised cache takes them (see engine.c).
+void cpu_fwht(float *x, int64_t n, int block);
+
+// x (n) into a cache row of type (f16, or q8_0 as llama.cpp's set_rows
+// quantises it: the x86 quantize_row_q8_0).
+void cpu_kv_store(uint32_t type, void *row, const float *x, int64_t n);
+
+// One query head against the cached keys and values of its KV head (kv's
+// k and v point at that head's values in position 0's row):
 //   out (head_dim) = softmax(q . K[t0..t1) * scale) @ V[t0..t1)
-// K and V are f16 rows (position, stride), indexed from position 0; att (t1)
-// and acc (head_dim * 64) are scratch. As llama.cpp's attention without flash
-// attention, in its float order (cpu/exact.h): q rounded to f16 for the dot,
-// softmax in f32, the weights rounded to f16 before the sum over V.
-void cpu_attention_head(float *out, const float *q, const seam_f16 *k_cache, const seam_f16 *v_cache, int t0,
-                        int t1, int head_dim, int64_t stride, float scale, float *att, float *acc);
+// att (n_ctx) and acc (head_dim * 64) are scratch; att is indexed by
+// position. Two float orders, as llama.cpp's two attentions:
+// - an f16 K and V: llama.cpp without flash attention (cpu/exact.h): q
+//   rounded to f16 for the dot, softmax in f32, the weights rounded to f16
+//   before the sum over V;
+// - a q8_0 K or V: llama.cpp's flash attention (the only one it runs over a
+//   quantised V cache), exact_attention_flash: q converted to K's dot type
+//   (f16, or q8_0 blocks), each score K's dot times scale, then an online
+//   softmax over the positions in order.
+void cpu_attention_head(float *out, const float *q, const cpu_kv *kv, int t0, int t1, int head_dim, float scale,
+                        float *att, float *acc);
 
 // Every query head of n positions (decode: n = 1), the (head, position)
 // pairs shared out over the pool: head h of query i (q + i * q_stride, heads
 // of head_dim floats) attends, as cpu_attention_head, over positions
-// [t0[i], t1[i]) of KV head h / (n_heads / n_kv_heads) of caches whose
-// position rows hold all KV heads (stride n_kv_heads * head_dim); the heads
-// of its output go to out + i * out_stride. scratch holds scratch_floats >=
-// cpu_attention_scratch_floats(max t1, head_dim) floats for each thread of
-// the pool.
+// [t0[i], t1[i]) of KV head h / (n_heads / n_kv_heads) of the layer's cache
+// kv; the heads of its output go to out + i * out_stride. scratch holds
+// scratch_floats >= cpu_attention_scratch_floats(max t1, head_dim) floats for
+// each thread of the pool.
 void cpu_attention(seam_pool *pool, int n, float *out, int64_t out_stride, const float *q, int64_t q_stride,
-                   const seam_f16 *k_cache, const seam_f16 *v_cache, int n_heads, int n_kv_heads, int head_dim,
-                   const int *t0, const int *t1, float scale, float *scratch, size_t scratch_floats);
+                   const cpu_kv *kv, int n_heads, int n_kv_heads, int head_dim, const int *t0, const int *t1,
+                   float scale, float *scratch, size_t scratch_floats);
 size_t cpu_attention_scratch_floats(int n_ctx, int head_dim);
 
 // dst[i] = seam_f32_to_f16(src[i]), bitwise, vectorised where the CPU can.
