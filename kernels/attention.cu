@@ -1,9 +1,11 @@
-// attention.cu — the KV cache append, one decoded token's attention, and
+// attention.cu — the KV cache append, the Walsh-Hadamard rotation of a
+// quantised cache, one decoded token's attention, and
 // the softmax of rows (block_softmax, cuda_common.cuh, which MoE routing
 // shares).
 //
-// The caches are the engine's layout: per layer (n_ctx, kv_dim) f16, the
-// kv_dim = n_kv_heads * head_dim values of a position contiguous.
+// The caches are the engine's layout (engine.h's seam_kv_cache): per layer a
+// row per position it holds (a sliding layer: a ring), each row the kv_dim =
+// n_kv_heads * head_dim values of a position in f16 or q8_0 blocks.
 #include <math.h>
 
 #include "cuda_common.cuh"
@@ -27,78 +29,184 @@ extern "C" int seam_cuda_softmax(seam_cuda_stream *s, float *x, int rows, int n,
 
 // ---------------------------------------------------------------- KV append
 
-// Latency-bound (2 kv_dim values): one thread per value.
-__global__ void kv_append_kernel(uint16_t *__restrict__ kc, uint16_t *__restrict__ vc, const float *__restrict__ k,
-                                 const float *__restrict__ v, int kv_dim, int n_ctx,
-                                 const seam_cuda_step *__restrict__ step) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x, pos = step->pos;
-    if (i >= kv_dim || pos < 0 || pos >= n_ctx) return;  // the host checks pos; never write outside the cache
-    kc[(size_t)pos * kv_dim + i] = f16_bits(k[i]);
-    vc[(size_t)pos * kv_dim + i] = f16_bits(v[i]);
+// Row r of a cache of type (kv_dim values) gets x: thread i writes value i
+// (f16, seam_f32_to_f16's rounding) or block i (q8_0, seam_quantize_row_q8_0's
+// arithmetic: 127 / amax, products rounded half to even), bit for bit.
+__device__ inline void kv_store(void *cache, uint32_t type, size_t r, const float *__restrict__ x, int kv_dim, int i) {
+    if (type == GGML_TYPE_Q8_0) {
+        if (i >= kv_dim / QK8_0) return;
+        block_q8_0 *b = (block_q8_0 *)((uint8_t *)cache + r * (size_t)(kv_dim / QK8_0) * sizeof(block_q8_0)) + i;
+        const float *xb = x + i * QK8_0;
+        float amax = 0.0f;
+        for (int j = 0; j < QK8_0; j++) amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
+        const float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
+        b->d = f16_bits(d);
+        for (int j = 0; j < QK8_0; j++) b->qs[j] = (int8_t)rintf(fmaxf(-127.0f, fminf(127.0f, xb[j] * id)));
+    } else {
+        if (i < kv_dim) ((uint16_t *)cache)[r * (size_t)kv_dim + i] = f16_bits(x[i]);
+    }
 }
 
-extern "C" int seam_cuda_kv_append(seam_cuda_stream *s, uint16_t *k_cache, uint16_t *v_cache, const float *k,
-                                   const float *v, int kv_dim, int n_ctx, const seam_cuda_step *step, seam_error *e) {
-    if (!k_cache || !v_cache || !k || !v || !step) return seam_fail(e, "kv_append: NULL device pointer");
-    if (kv_dim <= 0 || n_ctx <= 0) return seam_fail(e, "kv_append: bad shape (kv_dim %d, n_ctx %d)", kv_dim, n_ctx);
-    kv_append_kernel<<<ceil_div(kv_dim, 128), 128, 0, stream_of(s)>>>(k_cache, v_cache, k, v, kv_dim, n_ctx, step);
+// Latency-bound (2 kv_dim values): one thread per value (or q8_0 block).
+__global__ void kv_append_kernel(seam_cuda_kv kv, const float *__restrict__ k, const float *__restrict__ v, int kv_dim,
+                                 int n_ctx, const seam_cuda_step *__restrict__ step) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x, pos = step->pos;
+    if (pos < 0 || pos >= n_ctx) return;  // the host checks pos; never write outside the cache
+    const size_t r = (size_t)(pos % kv.rows);
+    kv_store(kv.k, kv.k_type, r, k, kv_dim, i);
+    kv_store(kv.v, kv.v_type, r, v, kv_dim, i);
+}
+
+static bool cache_type_ok(uint32_t t) { return t == GGML_TYPE_F16 || t == GGML_TYPE_Q8_0; }
+
+extern "C" int seam_cuda_kv_append(seam_cuda_stream *s, const seam_cuda_kv *kv, const float *k, const float *v,
+                                   int kv_dim, int n_ctx, const seam_cuda_step *step, seam_error *e) {
+    if (!kv || !kv->k || !kv->v || !k || !v || !step) return seam_fail(e, "kv_append: NULL device pointer");
+    if (!cache_type_ok(kv->k_type) || !cache_type_ok(kv->v_type))
+        return seam_fail(e, "kv_append: the caches must be f16 or q8_0");
+    if (kv_dim <= 0 || n_ctx <= 0 || kv->rows <= 0 || kv->rows > n_ctx ||
+        ((kv->k_type == GGML_TYPE_Q8_0 || kv->v_type == GGML_TYPE_Q8_0) && kv_dim % QK8_0))
+        return seam_fail(e, "kv_append: bad shape (kv_dim %d, n_ctx %d, rows %d)", kv_dim, n_ctx, kv->rows);
+    kv_append_kernel<<<ceil_div(kv_dim, 128), 128, 0, stream_of(s)>>>(*kv, k, v, kv_dim, n_ctx, step);
     CUDA_LAUNCHED(e, "kv_append_kernel");
+    return 0;
+}
+
+// ---------------------------------------------------------------- Walsh-Hadamard
+
+// One block per chunk of `block` values, one thread per value: the scale,
+// then the butterflies of distance 1, 2, .., block / 2 in shared memory --
+// cpu_fwht's float operations, so the result is its bit for bit.
+__global__ void fwht_kernel(float *x, int block, float scale) {
+    extern __shared__ float y[];
+    float *p = x + (size_t)blockIdx.x * block;
+    const int j = threadIdx.x;
+    y[j] = p[j] * scale;
+    __syncthreads();
+    for (int len = 1; len < block; len <<= 1) {
+        const bool low = !(j & len);
+        const float u = low ? y[j] : 0.0f, w = low ? y[j + len] : 0.0f;
+        __syncthreads();
+        if (low) y[j] = u + w, y[j + len] = u - w;
+        __syncthreads();
+    }
+    p[j] = y[j];
+}
+
+extern "C" int seam_cuda_fwht(seam_cuda_stream *s, float *x, int n, int block, seam_error *e) {
+    if (!x) return seam_fail(e, "fwht: x must be a device pointer");
+    if (block < 2 || block > 1024 || (block & (block - 1)) || n <= 0 || n % block)
+        return seam_fail(e, "fwht: %d values in blocks of %d (a power of two, at most 1024, dividing n)", n, block);
+    fwht_kernel<<<n / block, block, (size_t)block * sizeof(float), stream_of(s)>>>(x, block, 1.0f / sqrtf((float)block));
+    CUDA_LAUNCHED(e, "fwht_kernel");
     return 0;
 }
 
 // ---------------------------------------------------------------- attention
 //
 // One block per query head. Lanes work in groups of G (a power of two, the
-// head's 16-byte chunks rounded up: head_dim 64 -> 8, 128 -> 16, 256 -> 32):
-// a group reads one position's key or value row of the head as one 16-byte
-// load per lane, so a warp reads 32/G whole rows at once, coalesced.
-//   1. q rounded to f16 (as cpu_attention_head), each lane keeping its 8.
-//   2. scores: group g takes positions g, g + n_groups, ...; lane dot, group
-//      shuffle sum (float, of exact f16 x f16 products: the C sums them in
-//      double), times scale, into shared memory.
+// head's 8-value chunks rounded up: head_dim 64 -> 8, 128 -> 16, 256 -> 32):
+// a group reads one position's key or value row of the head, each lane 8
+// values (an f16 row's 16 bytes, or 8 bytes of a q8_0 block and its scale),
+// so a warp reads 32/G whole rows at once. Position t's row is t % rows of
+// the cache (a sliding layer keeps a ring).
+//   1. q in K's dot type, each lane keeping its 8: rounded to f16, or
+//      quantised to q8_0 as cpu_quantize_input does (the block's 4 lanes
+//      share its largest magnitude).
+//   2. scores: group g takes positions g, g + n_groups, ...; lane dot
+//      (f16: float products of f16 values; q8_0: an integer sum times the two
+//      scales), group shuffle sum, times scale, into shared memory.
 //   3. block softmax of the scores in place.
-//   4. out: each group sums weight (rounded to f16) x value rows of its
-//      positions into 8 floats a lane, the groups' partials meet in shared
-//      memory and are summed in group order.
-// Bound: the K and V rows of the window, 4 head_dim bytes a position, read
-// once per query head (the heads of a KV group share them through L2). With
-// one block per head only n_heads SMs work, so at decode this kernel is
-// latency-bound: each lane keeps ATT_INFLIGHT rows in flight, and splitting
-// positions over blocks (flash-decoding) is the next step if it shows in
-// the timeline.
+//   4. out: each group sums weight x value rows of its positions into 8
+//      floats a lane, the groups' partials meet in shared memory and are
+//      summed in group order. An f16 cache's weights are rounded to f16 (as
+//      llama.cpp's attention without flash attention); a q8_0 cache's, as
+//      its flash attention, are not.
+// The float sums run in another order than the CPU's, so results are held
+// to a tolerance, not bit equality. Bound: the K and V rows of the window,
+// read once per query head (the heads of a KV group share them through L2).
+// With one block per head only n_heads SMs work, so at decode this kernel
+// is latency-bound: each lane keeps ATT_INFLIGHT rows in flight, and
+// splitting positions over blocks (flash-decoding) is the next step if it
+// shows in the timeline.
 
 constexpr int ATT_THREADS = 256;
-constexpr int ATT_MAX_HEAD_DIM = 256;  // 8 values x 32 lanes: one 16-byte chunk per lane
+constexpr int ATT_MAX_HEAD_DIM = 256;  // 8 values x 32 lanes: one chunk per lane
 constexpr int ATT_INFLIGHT = 4;        // rows a lane loads before it uses the first: latency hiding
 static int att_max_dynamic_smem = -1;  // bytes of scores the kernel may have; -1 before attention_init
 
-// q (8 values) . the 8 halves of k, in float (each product exact).
-__device__ inline float dot8(const float q[8], uint4 k) {
-    const uint32_t w[4] = {k.x, k.y, k.z, k.w};
-    float sum = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        sum += q[2 * i] * f16_to_f32((uint16_t)w[i]);
-        sum += q[2 * i + 1] * f16_to_f32((uint16_t)(w[i] >> 16));
+// One lane's 8 values of a row: an f16 row's 16 bytes, or 8 quants of a
+// q8_0 block (in raw.x, raw.y) with the block's scale.
+struct chunk8 {
+    uint4 raw;
+    float d;
+};
+
+template <bool Q8> __device__ inline chunk8 load_chunk(const uint8_t *row, int c) {
+    chunk8 ch = {make_uint4(0, 0, 0, 0), 0.0f};
+    if (!Q8) {
+        ch.raw = __ldg((const uint4 *)(row + 16 * c));
+    } else {  // block c / 4 (34 bytes: the scale, 32 quants), quants 8 (c % 4) ..; 2-byte aligned
+        const uint8_t *b = row + (c >> 2) * sizeof(block_q8_0);
+        const unsigned short *w = (const unsigned short *)(b + 2 + (c & 3) * 8);
+        ch.d = f16_to_f32(__ldg((const unsigned short *)b));
+        ch.raw.x = (uint32_t)__ldg(w) | (uint32_t)__ldg(w + 1) << 16;
+        ch.raw.y = (uint32_t)__ldg(w + 2) | (uint32_t)__ldg(w + 3) << 16;
     }
-    return sum;
+    return ch;
 }
 
-// acc (8 values) += p * the 8 halves of v.
-__device__ inline void axpy8(float acc[8], float p, uint4 v) {
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+// The chunk's 8 values as floats (a q8_0 quant times its scale, rounded, as
+// dequantize_row_q8_0 gives it).
+template <bool Q8> __device__ inline void chunk_values(const chunk8 &ch, float v[8]) {
+    const uint32_t w[4] = {ch.raw.x, ch.raw.y, ch.raw.z, ch.raw.w};
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        acc[2 * i] += p * f16_to_f32((uint16_t)w[i]);
-        acc[2 * i + 1] += p * f16_to_f32((uint16_t)(w[i] >> 16));
-    }
+    for (int i = 0; i < 8; i++)
+        v[i] = Q8 ? (float)(int8_t)(w[i / 4] >> (8 * (i % 4))) * ch.d : f16_to_f32((uint16_t)(w[i / 2] >> (16 * (i % 2))));
 }
 
+// The query's 8 values as the dot takes them. f16: rounded (qi unused).
+// q8_0: quants qi and the block's scale in *dq (every lane of the block
+// agrees), from the block's largest magnitude across its 4 lanes.
+template <bool Q8> __device__ inline void query_chunk(const float x[8], float qf[8], int qi[8], float *dq) {
+    if (!Q8) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) qf[k] = f16_to_f32(f16_bits(x[k]));
+        return;
+    }
+    float amax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; k++) amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+    *dq = f16_to_f32(f16_bits(amax / 127.f));
+#pragma unroll
+    for (int k = 0; k < 8; k++) qi[k] = (int)rintf(fmaxf(-127.0f, fminf(127.0f, x[k] * id)));
+}
+
+template <bool K8> __device__ inline float chunk_dot(const float qf[8], const int qi[8], float dq, const chunk8 &k) {
+    if (!K8) {
+        float kv[8], sum = 0.0f;
+        chunk_values<false>(k, kv);
+#pragma unroll
+        for (int i = 0; i < 8; i++) sum += qf[i] * kv[i];
+        return sum;
+    }
+    const uint32_t w[2] = {k.raw.x, k.raw.y};
+    int isum = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) isum += qi[i] * (int)(int8_t)(w[i / 4] >> (8 * (i % 4)));
+    return (float)isum * (k.d * dq);
+}
+
+template <bool K8, bool V8>
 __global__ __launch_bounds__(ATT_THREADS) void attention_kernel(float *__restrict__ out, const float *__restrict__ q,
-                                                                const uint16_t *__restrict__ kc,
-                                                                const uint16_t *__restrict__ vc, int group,
-                                                                int head_dim, int kv_dim, int n_ctx, int n_swa,
-                                                                float scale, const seam_cuda_step *__restrict__ step) {
+                                                                const uint8_t *__restrict__ kc,
+                                                                const uint8_t *__restrict__ vc, int group,
+                                                                int head_dim, int kv_dim, int n_ctx, int rows,
+                                                                int n_swa, float scale,
+                                                                const seam_cuda_step *__restrict__ step) {
     extern __shared__ float att[];           // (t1 - t0) scores, then weights
     __shared__ float part[8 * ATT_THREADS];  // (n_groups, head_dim) partial outputs: at most (ATT_THREADS / G) * 8G
     const int h = blockIdx.x, tid = threadIdx.x;
@@ -114,32 +222,37 @@ __global__ __launch_bounds__(ATT_THREADS) void attention_kernel(float *__restric
     while (G < chunks) G *= 2;
     const int n_groups = ATT_THREADS / G, g = tid / G, c = tid % G;
     const bool active = c < chunks;  // lanes past the head's last chunk only join the shuffles
-    const size_t head = (size_t)(h / group) * head_dim + 8 * c;
-    const uint16_t *kh = kc + head + (size_t)t0 * kv_dim, *vh = vc + head + (size_t)t0 * kv_dim;
-    const uint4 zero = make_uint4(0, 0, 0, 0);
+    // bytes of one head's values, and of a position's row (n_kv_heads heads)
+    const size_t k_head = K8 ? (size_t)(head_dim / QK8_0) * sizeof(block_q8_0) : (size_t)head_dim * 2;
+    const size_t v_head = V8 ? (size_t)(head_dim / QK8_0) * sizeof(block_q8_0) : (size_t)head_dim * 2;
+    const size_t k_row = k_head * (kv_dim / head_dim), v_row = v_head * (kv_dim / head_dim);
+    const uint8_t *kh = kc + (size_t)(h / group) * k_head, *vh = vc + (size_t)(h / group) * v_head;
 
-    // 1. q as f16, this lane's 8 values
-    float qf[8] = {0};
+    // 1. q in K's dot type, this lane's 8 values
+    float x[8] = {0}, qf[8] = {0}, dq = 0.0f;
+    int qi[8] = {0};
     if (active) {
         const float *qh = q + (size_t)h * head_dim + 8 * c;
 #pragma unroll
-        for (int k = 0; k < 8; k++) qf[k] = f16_to_f32(f16_bits(qh[k]));
+        for (int k = 0; k < 8; k++) x[k] = qh[k];
     }
+    query_chunk<K8>(x, qf, qi, &dq);
 
     // 2. scores: a step covers ATT_INFLIGHT * n_groups positions, group g
     // taking g, g + n_groups, ... Every thread runs the same number of steps,
     // so the full-warp shuffles always see all 32 lanes.
     for (int base = 0; base < n; base += ATT_INFLIGHT * n_groups) {
-        uint4 kv[ATT_INFLIGHT];
+        chunk8 kv[ATT_INFLIGHT];
 #pragma unroll
         for (int u = 0; u < ATT_INFLIGHT; u++) {
             const int i = base + u * n_groups + g;
-            kv[u] = active && i < n ? __ldg((const uint4 *)(kh + (size_t)i * kv_dim)) : zero;
+            kv[u] = active && i < n ? load_chunk<K8>(kh + (size_t)((t0 + i) % rows) * k_row, c)
+                                    : chunk8{make_uint4(0, 0, 0, 0), 0.0f};
         }
 #pragma unroll
         for (int u = 0; u < ATT_INFLIGHT; u++) {
             const int i = base + u * n_groups + g;
-            float sum = dot8(qf, kv[u]);
+            float sum = chunk_dot<K8>(qf, qi, dq, kv[u]);
             for (int off = G / 2; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
             if (c == 0 && i < n) att[i] = sum * scale;
         }
@@ -150,19 +263,26 @@ __global__ __launch_bounds__(ATT_THREADS) void attention_kernel(float *__restric
     block_softmax(att, n);
 
     // 4. out: group g sums positions g, g + n_groups, ... into acc
+    constexpr bool flash = K8 || V8;
     float acc[8] = {0};
     if (active) {
         for (int base = g; base < n; base += ATT_INFLIGHT * n_groups) {
-            uint4 vv[ATT_INFLIGHT];
+            chunk8 vv[ATT_INFLIGHT];
             float p[ATT_INFLIGHT];
 #pragma unroll
             for (int u = 0; u < ATT_INFLIGHT; u++) {
                 const int i = base + u * n_groups;
-                vv[u] = i < n ? __ldg((const uint4 *)(vh + (size_t)i * kv_dim)) : zero;
-                p[u] = i < n ? f16_to_f32(f16_bits(att[i])) : 0.0f;
+                vv[u] = i < n ? load_chunk<V8>(vh + (size_t)((t0 + i) % rows) * v_row, c)
+                              : chunk8{make_uint4(0, 0, 0, 0), 0.0f};
+                p[u] = i < n ? (flash ? att[i] : f16_to_f32(f16_bits(att[i]))) : 0.0f;
             }
 #pragma unroll
-            for (int u = 0; u < ATT_INFLIGHT; u++) axpy8(acc, p[u], vv[u]);
+            for (int u = 0; u < ATT_INFLIGHT; u++) {
+                float v[8];
+                chunk_values<V8>(vv[u], v);
+#pragma unroll
+                for (int k = 0; k < 8; k++) acc[k] += p[u] * v[k];
+            }
         }
 #pragma unroll
         for (int k = 0; k < 8; k++) part[g * head_dim + 8 * c + k] = acc[k];
@@ -175,37 +295,55 @@ __global__ __launch_bounds__(ATT_THREADS) void attention_kernel(float *__restric
     }
 }
 
+typedef void (*attention_fn)(float *, const float *, const uint8_t *, const uint8_t *, int, int, int, int, int, int,
+                             float, const seam_cuda_step *);
+
+// The kernel for K's and V's types: [K is q8_0][V is q8_0].
+static const attention_fn attention_kernels[2][2] = {
+    {attention_kernel<false, false>, attention_kernel<false, true>},
+    {attention_kernel<true, false>, attention_kernel<true, true>},
+};
+
 int attention_init(int device, seam_error *e) {
-    cudaFuncAttributes fa;
-    int optin = 0;
-    CUDA_TRY(e, cudaFuncGetAttributes(&fa, attention_kernel));
+    int optin = 0, dynamic = 0;
     CUDA_TRY(e, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    const int dynamic = optin - (int)fa.sharedSizeBytes;
-    CUDA_TRY(e, cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
-    att_max_dynamic_smem = dynamic;
+    for (int i = 0; i < 4; i++) {
+        const attention_fn fn = attention_kernels[i / 2][i % 2];
+        cudaFuncAttributes fa;
+        CUDA_TRY(e, cudaFuncGetAttributes(&fa, fn));
+        dynamic = optin - (int)fa.sharedSizeBytes;
+        CUDA_TRY(e, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
+        if (i == 0 || dynamic < att_max_dynamic_smem) att_max_dynamic_smem = dynamic;
+    }
     return 0;
 }
 
-extern "C" int seam_cuda_attention(seam_cuda_stream *s, float *out, const float *q, const uint16_t *k_cache,
-                                   const uint16_t *v_cache, int n_heads, int n_kv_heads, int head_dim, int n_ctx,
-                                   int n_swa, float scale, const seam_cuda_step *step, seam_error *e) {
-    if (!out || !q || !k_cache || !v_cache || !step) return seam_fail(e, "attention: NULL device pointer");
-    if (!aligned(k_cache, 16) || !aligned(v_cache, 16))
+extern "C" int seam_cuda_attention(seam_cuda_stream *s, float *out, const float *q, const seam_cuda_kv *kv, int n_heads,
+                                   int n_kv_heads, int head_dim, int n_ctx, int n_swa, float scale,
+                                   const seam_cuda_step *step, seam_error *e) {
+    if (!out || !q || !kv || !kv->k || !kv->v || !step) return seam_fail(e, "attention: NULL device pointer");
+    if (!cache_type_ok(kv->k_type) || !cache_type_ok(kv->v_type))
+        return seam_fail(e, "attention: the caches must be f16 or q8_0");
+    if (!aligned(kv->k, 16) || !aligned(kv->v, 16))
         return seam_fail(e, "attention: the K and V caches must be 16-byte aligned");
     if (n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads)
         return seam_fail(e, "attention: %d query heads do not share %d KV heads evenly", n_heads, n_kv_heads);
-    if (head_dim <= 0 || head_dim % 8 || head_dim > ATT_MAX_HEAD_DIM)
-        return seam_fail(e, "attention: head_dim %d must be a multiple of 8, at most %d", head_dim, ATT_MAX_HEAD_DIM);
+    const bool k8 = kv->k_type == GGML_TYPE_Q8_0, v8 = kv->v_type == GGML_TYPE_Q8_0;
+    if (head_dim <= 0 || head_dim % ((k8 || v8) ? QK8_0 : 8) || head_dim > ATT_MAX_HEAD_DIM)
+        return seam_fail(e, "attention: head_dim %d must be a multiple of 8 (32 with a q8_0 cache), at most %d",
+                         head_dim, ATT_MAX_HEAD_DIM);
     if (n_ctx <= 0 || n_swa < 0) return seam_fail(e, "attention: bad context (n_ctx %d, n_swa %d)", n_ctx, n_swa);
-    if (att_max_dynamic_smem < 0) return seam_fail(e, "attention: call seam_cuda_init first");
     const int window = n_swa > 0 && n_swa < n_ctx ? n_swa : n_ctx;  // most positions one token attends
+    if (kv->rows < window || kv->rows > n_ctx)
+        return seam_fail(e, "attention: a cache of %d rows cannot hold the %d positions a token sees", kv->rows, window);
+    if (att_max_dynamic_smem < 0) return seam_fail(e, "attention: call seam_cuda_init first");
     const size_t smem = (size_t)window * sizeof(float);
     if (smem > (size_t)att_max_dynamic_smem)
         return seam_fail(e, "attention: the scores of %d positions need %zu bytes of shared memory, the device has %d "
                          "(lower the context)", window, smem, att_max_dynamic_smem);
-    attention_kernel<<<n_heads, ATT_THREADS, smem, stream_of(s)>>>(out, q, k_cache, v_cache, n_heads / n_kv_heads,
-                                                                   head_dim, n_kv_heads * head_dim, n_ctx, n_swa,
-                                                                   scale, step);
+    attention_kernels[k8][v8]<<<n_heads, ATT_THREADS, smem, stream_of(s)>>>(
+        out, q, (const uint8_t *)kv->k, (const uint8_t *)kv->v, n_heads / n_kv_heads, head_dim, n_kv_heads * head_dim,
+        n_ctx, kv->rows, n_swa, scale, step);
     CUDA_LAUNCHED(e, "attention_kernel");
     return 0;
 }

@@ -200,21 +200,40 @@ int seam_cuda_softcap(seam_cuda_stream *s, float *x, float cap, int n, seam_erro
 // Each of rows vectors of n, in place, as cpu_softmax (the sum in double).
 int seam_cuda_softmax(seam_cuda_stream *s, float *x, int rows, int n, seam_error *e);
 
-// k, v (kv_dim) as f16 into row step->pos of this layer's caches (n_ctx,
-// kv_dim), rounded as seam_f32_to_f16.
-int seam_cuda_kv_append(seam_cuda_stream *s, uint16_t *k_cache, uint16_t *v_cache, const float *k, const float *v,
-                        int kv_dim, int n_ctx, const seam_cuda_step *step, seam_error *e);
+// One layer's KV cache on the device, laid out as engine.h's seam_kv_cache:
+// position t in row t % rows (a sliding layer keeps a ring, the others
+// rows = n_ctx); a row holds kv_dim = n_kv_heads * head_dim values of k_type
+// / v_type: GGML_TYPE_F16, or GGML_TYPE_Q8_0 blocks of 32 (a head holds
+// whole blocks).
+typedef struct {
+    void *k, *v;
+    uint32_t k_type, v_type;
+    int rows;
+} seam_cuda_kv;
+
+// k, v (kv_dim) into row step->pos % rows of this layer's caches, as
+// cpu_kv_store writes them (f16 rounded as seam_f32_to_f16; q8_0 as
+// seam_quantize_row_q8_0), bit for bit.
+int seam_cuda_kv_append(seam_cuda_stream *s, const seam_cuda_kv *kv, const float *k, const float *v, int kv_dim,
+                        int n_ctx, const seam_cuda_step *step, seam_error *e);
+
+// x (n) turned block by block by the Walsh-Hadamard transform, as cpu_fwht
+// (bit for bit); block a power of two up to 1024 that divides n.
+int seam_cuda_fwht(seam_cuda_stream *s, float *x, int n, int block, seam_error *e);
 
 // One decoded token's attention, all heads: for query head h (KV head
 // h / (n_heads / n_kv_heads)), out[h] = cpu_attention_head over positions
-// [t0, step->pos] of this layer's caches (n_ctx, n_kv_heads * head_dim; f16),
-// t0 = 0, or step->pos + 1 - n_swa on a sliding layer (n_swa > 0).
-// q, out: (n_heads, head_dim). head_dim a multiple of 8, at most 256; the
-// scores of up to min(n_ctx, n_swa) positions live in shared memory, which
-// bounds n_ctx (about 55k positions on an H100/H200, 23k on sm_86/89).
-int seam_cuda_attention(seam_cuda_stream *s, float *out, const float *q, const uint16_t *k_cache,
-                        const uint16_t *v_cache, int n_heads, int n_kv_heads, int head_dim, int n_ctx, int n_swa,
-                        float scale, const seam_cuda_step *step, seam_error *e);
+// [t0, step->pos] of this layer's caches, t0 = 0, or step->pos + 1 - n_swa
+// on a sliding layer (n_swa > 0). An f16 cache follows llama.cpp's attention
+// without flash attention (the weights rounded to f16), a q8_0 one its
+// flash attention; the sums run in the GPU's order (a tolerance, not bit
+// equality). q, out: (n_heads, head_dim). head_dim a multiple of 8 (32 with
+// a q8_0 cache), at most 256; the scores of up to min(n_ctx, n_swa)
+// positions live in shared memory, which bounds n_ctx (about 55k positions
+// on an H100/H200, 23k on sm_86/89).
+int seam_cuda_attention(seam_cuda_stream *s, float *out, const float *q, const seam_cuda_kv *kv, int n_heads,
+                        int n_kv_heads, int head_dim, int n_ctx, int n_swa, float scale, const seam_cuda_step *step,
+                        seam_error *e);
 
 // ---------------------------------------------------------------- mixture of experts
 

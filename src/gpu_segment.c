@@ -2,7 +2,7 @@
 //
 // The layer forward here is engine.c's, op for op, over the CUDA backend's
 // C API (kernels/seam_cuda.h): the same norms, projections, RoPE, attention
-// over an f16 KV cache and gated FFN, on device buffers. Per-token values
+// over an f16 or q8_0 KV cache and gated FFN, on device buffers. Per-token values
 // (the position) live in a device step buffer, so the segment is captured
 // once as a CUDA graph and replayed: launch overhead is one graph launch a
 // token instead of ~15 launches a layer.
@@ -53,7 +53,7 @@ uint64_t gpu_free_bytes(void) {
 // into before it runs (stream).
 typedef struct {
     seam_layer_weights w;
-    uint16_t *k_cache, *v_cache;  // (n_ctx, n_kv_heads * head_dim) f16
+    seam_cuda_kv kv;              // its caches: plan_kv_rows(il) rows of n_kv_heads * head_dim values
     void *host_block;             // mapped and stream: the layer's tensors, pinned, at 256-byte offsets
     uint64_t block_bytes;
 } gpu_layer;
@@ -72,6 +72,8 @@ struct gpu_segment {
     seam_overflow overflow;   // how: OVERFLOW_MAPPED or OVERFLOW_STREAM (the rest run on the CPU otherwise)
     bool head;                // the output norm and head run here too
     int n_ctx;
+    seam_kv_config cache;     // the KV cache's types and rows, as the plan counts them
+    int rot_k, rot_v;         // the rotation of a quantised cache (plan_kv_rotation)
     bool use_graph;
     seam_cuda_stream *stream;
     seam_cuda_event *ev_start, *ev_end;  // around the segment's compute
@@ -191,9 +193,12 @@ static int place_layer(gpu_segment *g, int il, seam_error *e) {
                                                     : place_host_layer(g, il, g->staging[(il - g->resident) % 2], e);
     if (rc) return -1;
     const seam_config *c = &g->model->cfg;
-    const size_t cache = (size_t)g->n_ctx * c->n_kv_heads * c->head_dim * sizeof(uint16_t);
-    return dev_alloc(g, (void **)&g->layers[il].k_cache, cache, "a layer's K cache", e) ||
-           dev_alloc(g, (void **)&g->layers[il].v_cache, cache, "a layer's V cache", e);
+    const uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
+    seam_cuda_kv *kv = &g->layers[il].kv;
+    kv->k_type = plan_kv_ggml_type[g->cache.k], kv->v_type = plan_kv_ggml_type[g->cache.v];
+    kv->rows = plan_kv_rows(c, g->cache, il, g->n_ctx);
+    return dev_alloc(g, &kv->k, kv->rows * ggml_row_bytes(kv->k_type, kv_dim), "a layer's K cache", e) ||
+           dev_alloc(g, &kv->v, kv->rows * ggml_row_bytes(kv->v_type, kv_dim), "a layer's V cache", e);
 }
 
 int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *plan, int n_ctx, bool use_graph,
@@ -201,8 +206,6 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     *out = NULL;
     const seam_config *c = &m->cfg;
     if (seam_cuda_device_count() == 0) return seam_fail(e, "GPU layers need a CUDA device and there is none");
-    if (plan->cache.k != KV_F16 || plan->cache.v != KV_F16)
-        return seam_fail(e, "the GPU layers keep an f16 KV cache for now; use -ctk f16 -ctv f16 with -ngl");
     for (int il = 0; il < plan->gpu_layers; il++)
         if (plan->experts[il] != DEV_GPU)
             return seam_fail(e, "layer %d runs on the GPU but its experts are planned on the CPU (--cpu-moe, "
@@ -216,6 +219,8 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     g->overflow = plan->overflow;
     g->head = plan->head == DEV_GPU;
     g->n_ctx = n_ctx;
+    g->cache = plan->cache;
+    plan_kv_rotation(c, g->cache, &g->rot_k, &g->rot_v);
     // the streamed layers' copies and waits are two streams' work, launched op by op
     g->use_graph = use_graph && !(g->overflow == OVERFLOW_STREAM && g->resident < g->n_layers);
     g->layers = calloc((size_t)(g->n_layers > 0 ? g->n_layers : 1), sizeof *g->layers);
@@ -358,10 +363,14 @@ static int layer_forward(gpu_segment *g, int il, seam_error *e) {
         seam_cuda_rope(s, g->k, c->n_kv_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e))
         return -1;
     if (c->q_scale != 1.0f && seam_cuda_scale(s, g->q, c->q_scale, q_dim, e)) return -1;
-    if (seam_cuda_kv_append(s, L->k_cache, L->v_cache, g->k, g->v, kv_dim, g->n_ctx, g->step, e) ||
-        seam_cuda_attention(s, g->xb, g->q, L->k_cache, L->v_cache, c->n_heads, c->n_kv_heads, c->head_dim, g->n_ctx,
+    // a quantised cache takes them turned, as engine_qkv_ready does
+    if (g->rot_k && (seam_cuda_fwht(s, g->q, q_dim, g->rot_k, e) || seam_cuda_fwht(s, g->k, kv_dim, g->rot_k, e)))
+        return -1;
+    if (g->rot_v && seam_cuda_fwht(s, g->v, kv_dim, g->rot_v, e)) return -1;
+    if (seam_cuda_kv_append(s, &L->kv, g->k, g->v, kv_dim, g->n_ctx, g->step, e) ||
+        seam_cuda_attention(s, g->xb, g->q, &L->kv, c->n_heads, c->n_kv_heads, c->head_dim, g->n_ctx,
                             swa ? c->n_swa : 0, c->kq_scale, g->step, e) ||
-        matvec(g, &l->wo, g->xb, g->xb2, e))
+        (g->rot_v && seam_cuda_fwht(s, g->xb, q_dim, g->rot_v, e)) || matvec(g, &l->wo, g->xb, g->xb2, e))
         return -1;
     if (c->post_norms && seam_cuda_rmsnorm(s, g->xb2, g->xb2, l->attn_post_norm.data, 1, c->n_embd, c->rms_eps, e))
         return -1;

@@ -17,7 +17,11 @@
 //   softmax, swiglu, softcap   1e-6 relative: CUDA's expf/tanhf, 2 ulp.
 //   attention 2e-4 absolute + 1e-3 relative: scores summed in float, not
 //             double, may tip a weight's rounding to f16 (2^-11 of that
-//             weight); outputs are O(0.1), an indexing error O(0.1).
+//             weight); outputs are O(0.1), an indexing error O(0.1). Over a
+//             q8_0 cache the CPU runs llama.cpp's online softmax (and over an
+//             f16 V an f16 accumulator, 2^-11 a step), the GPU a plain one:
+//             2e-3 absolute + 1e-2 relative.
+//   fwht      bitwise: the same adds and subtracts in the same pairs.
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -171,14 +175,25 @@ Test(cuda, launchers_reject_bad_arguments) {
     cr_assert_eq(seam_cuda_softcap(NULL, f, 0.0f, 16, &e), -1);
     cr_assert_eq(seam_cuda_add(NULL, f, NULL, 16, &e), -1);
     cr_assert_eq(seam_cuda_softmax(NULL, f, 1, 0, &e), -1);
-    cr_assert_eq(seam_cuda_kv_append(NULL, (uint16_t *)buf, (uint16_t *)buf, f, f, 0, 8, (seam_cuda_step *)buf, &e), -1);
     const seam_cuda_step *st = (const seam_cuda_step *)buf;
-    const uint16_t *kv = (const uint16_t *)buf;
-    cr_assert_eq(seam_cuda_attention(NULL, f, f, kv, kv, 8, 3, 64, 16, 0, 1.0f, st, &e), -1);
+    const seam_cuda_kv kv = {buf, buf, GGML_TYPE_F16, GGML_TYPE_F16, 16};
+    seam_cuda_kv q8 = kv, q4 = kv, ring = kv;
+    q8.k_type = GGML_TYPE_Q8_0, q4.v_type = GGML_TYPE_Q4_0, ring.rows = 8;
+    cr_assert_eq(seam_cuda_kv_append(NULL, &kv, f, f, 0, 16, st, &e), -1);
+    cr_assert_eq(seam_cuda_kv_append(NULL, &q8, f, f, 48, 16, st, &e), -1);  // not whole q8_0 blocks
+    cr_assert_eq(seam_cuda_kv_append(NULL, &q4, f, f, 64, 16, st, &e), -1);
+    cr_assert(strstr(e.msg, "f16 or q8_0"), "%s", e.msg);
+    cr_assert_eq(seam_cuda_attention(NULL, f, f, &kv, 8, 3, 64, 16, 0, 1.0f, st, &e), -1);
     cr_assert(strstr(e.msg, "evenly"), "%s", e.msg);
-    cr_assert_eq(seam_cuda_attention(NULL, f, f, kv, kv, 8, 2, 60, 16, 0, 1.0f, st, &e), -1);
-    cr_assert_eq(seam_cuda_attention(NULL, f, f, kv, kv, 8, 2, 512, 16, 0, 1.0f, st, &e), -1);
+    cr_assert_eq(seam_cuda_attention(NULL, f, f, &kv, 8, 2, 60, 16, 0, 1.0f, st, &e), -1);
+    cr_assert_eq(seam_cuda_attention(NULL, f, f, &kv, 8, 2, 512, 16, 0, 1.0f, st, &e), -1);
     cr_assert(strstr(e.msg, "head_dim"), "%s", e.msg);
+    cr_assert_eq(seam_cuda_attention(NULL, f, f, &q8, 8, 2, 40, 16, 0, 1.0f, st, &e), -1);
+    cr_assert(strstr(e.msg, "head_dim"), "%s", e.msg);
+    cr_assert_eq(seam_cuda_attention(NULL, f, f, &ring, 8, 2, 64, 16, 12, 1.0f, st, &e), -1);  // 8 rows, window 12
+    cr_assert(strstr(e.msg, "rows"), "%s", e.msg);
+    cr_assert_eq(seam_cuda_fwht(NULL, f, 96, 48, &e), -1);
+    cr_assert_eq(seam_cuda_fwht(NULL, f, 100, 64, &e), -1);
     cr_assert_eq(seam_cuda_graph_begin(NULL, &e), -1);
     int32_t *idx = (int32_t *)buf;
     cr_assert_eq(seam_cuda_matvec_expert(NULL, GGML_TYPE_Q4_K, buf, 4, 8, 256, NULL, buf, f, &e), -1);
@@ -461,89 +476,161 @@ Test(cuda, softmax_matches_reference) {
     free(x), free(got);
 }
 
+// A cache of rows positions on the device and its host copy, of types k, v.
+typedef struct {
+    seam_cuda_kv dev;
+    uint8_t *k, *v;  // host: (rows, row bytes)
+    size_t k_row, v_row;
+} test_cache;
+
+static test_cache cache_new(uint32_t k_type, uint32_t v_type, int kv_dim, int rows) {
+    test_cache c = {.dev = {NULL, NULL, k_type, v_type, rows}};
+    c.k_row = ggml_row_bytes(k_type, (uint64_t)kv_dim), c.v_row = ggml_row_bytes(v_type, (uint64_t)kv_dim);
+    c.k = calloc((size_t)rows, c.k_row), c.v = calloc((size_t)rows, c.v_row);
+    c.dev.k = dev_from(c.k, c.k_row * rows), c.dev.v = dev_from(c.v, c.v_row * rows);
+    return c;
+}
+
+static void cache_free(test_cache *c) {
+    seam_cuda_free(c->dev.k), seam_cuda_free(c->dev.v);
+    free(c->k), free(c->v);
+}
+
+static cpu_kv cache_view(const test_cache *c) {
+    return (cpu_kv){.k = c->k, .v = c->v, .k_row = c->k_row, .v_row = c->v_row, .k_type = c->dev.k_type,
+                    .v_type = c->dev.v_type, .ring = c->dev.rows};
+}
+
+// The append writes row pos % rows as cpu_kv_store does (f16 and q8_0 alike,
+// bit for bit) and nothing else; a position past the context writes nothing.
 Test(cuda, kv_append_writes_one_position) {
     require_device();
     uint64_t rng = 15;
-    const int kv_dim = 256, n_ctx = 10;
-    float *k = random_floats(kv_dim, 1.0f, &rng), *v = random_floats(kv_dim, 1.0f, &rng);
-    uint16_t *cache = calloc((size_t)n_ctx * kv_dim, sizeof(uint16_t)), *got = malloc(sizeof(uint16_t) * n_ctx * kv_dim);
-    uint16_t *dk = dev_from(cache, sizeof(uint16_t) * n_ctx * kv_dim), *dv = dev_from(cache, sizeof(uint16_t) * n_ctx * kv_dim);
-    float *dkv[2] = {dev_from(k, sizeof(float) * kv_dim), dev_from(v, sizeof(float) * kv_dim)};
-    seam_cuda_step *step = dev_step(0, 7), *bad = dev_step(0, n_ctx);
-    OK(seam_cuda_kv_append(NULL, dk, dv, dkv[0], dkv[1], kv_dim, n_ctx, step, &err));
-    OK(seam_cuda_kv_append(NULL, dk, dv, dkv[0], dkv[1], kv_dim, n_ctx, bad, &err));  // skipped: past the cache
-    for (int c = 0; c < 2; c++) {
-        to_host(got, c ? dv : dk, sizeof(uint16_t) * n_ctx * kv_dim);
-        for (int i = 0; i < n_ctx * kv_dim; i++) {
-            const uint16_t want = i / kv_dim == 7 ? seam_f32_to_f16((c ? v : k)[i % kv_dim]) : 0;
-            cr_assert_eq(got[i], want, "%s cache [%d]: %#x, want %#x", c ? "V" : "K", i, got[i], want);
+    const int kv_dim = 256, n_ctx = 10, rows = 6;
+    static const uint32_t types[][2] = {{GGML_TYPE_F16, GGML_TYPE_F16}, {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0},
+                                        {GGML_TYPE_F16, GGML_TYPE_Q8_0}};
+    for (size_t ty = 0; ty < sizeof types / sizeof *types; ty++) {
+        float *k = random_floats(kv_dim, 1.0f, &rng), *v = random_floats(kv_dim, 1.0f, &rng);
+        test_cache c = cache_new(types[ty][0], types[ty][1], kv_dim, rows);
+        float *dkv[2] = {dev_from(k, sizeof(float) * kv_dim), dev_from(v, sizeof(float) * kv_dim)};
+        seam_cuda_step *step = dev_step(0, 7), *bad = dev_step(0, n_ctx);
+        OK(seam_cuda_kv_append(NULL, &c.dev, dkv[0], dkv[1], kv_dim, n_ctx, step, &err));
+        OK(seam_cuda_kv_append(NULL, &c.dev, dkv[0], dkv[1], kv_dim, n_ctx, bad, &err));  // skipped: past the cache
+        cpu_kv_store(c.dev.k_type, c.k + c.k_row * (7 % rows), k, kv_dim);  // the rest stays zero
+        cpu_kv_store(c.dev.v_type, c.v + c.v_row * (7 % rows), v, kv_dim);
+        for (int h = 0; h < 2; h++) {
+            const size_t bytes = (h ? c.v_row : c.k_row) * rows;
+            uint8_t *got = malloc(bytes);
+            to_host(got, h ? c.dev.v : c.dev.k, bytes);
+            for (size_t i = 0; i < bytes; i++)
+                cr_assert_eq(got[i], (h ? c.v : c.k)[i], "%s cache (%s), byte %zu of row %zu: %#x, want %#x",
+                             h ? "V" : "K", ggml_type_name(h ? c.dev.v_type : c.dev.k_type), i % (h ? c.v_row : c.k_row),
+                             i / (h ? c.v_row : c.k_row), got[i], (h ? c.v : c.k)[i]);
+            free(got);
         }
+        seam_cuda_free(dkv[0]), seam_cuda_free(dkv[1]), seam_cuda_free(step), seam_cuda_free(bad);
+        cache_free(&c);
+        free(k), free(v);
     }
-    seam_cuda_free(dk), seam_cuda_free(dv), seam_cuda_free(dkv[0]), seam_cuda_free(dkv[1]);
-    seam_cuda_free(step), seam_cuda_free(bad);
-    free(k), free(v), free(cache), free(got);
 }
 
-// A layer's caches (n_ctx, n_kv * head_dim) of random f16 and queries, with
-// the reference of cpu_attention_head for every head.
+// The rotation of a quantised cache: bit for bit cpu_fwht, for llama.cpp's
+// block sizes.
+Test(cuda, fwht_matches_reference_bitwise) {
+    require_device();
+    uint64_t rng = 19;
+    static const int blocks[] = {64, 128, 256};
+    for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++) {
+        const int n = 4 * blocks[b];
+        float *x = random_floats(n, 3.0f, &rng), *got = malloc(sizeof(float) * n);
+        float *dx = dev_from(x, sizeof(float) * n);
+        cpu_fwht(x, n, blocks[b]);
+        OK(seam_cuda_fwht(NULL, dx, n, blocks[b], &err));
+        to_host(got, dx, sizeof(float) * n);
+        cr_assert(bitwise_equal(got, x, n), "fwht of blocks of %d differs from cpu_fwht", blocks[b]);
+        seam_cuda_free(dx);
+        free(x), free(got);
+    }
+}
+
+// A layer's caches of random keys and values written by cpu_kv_store, and
+// queries, with the reference of cpu_attention_head for every head.
 typedef struct {
-    int n_heads, n_kv, head_dim, n_ctx, n_swa, pos;
+    int n_heads, n_kv, head_dim, n_ctx, n_swa, pos, rows;  // rows < n_ctx: a ring
 } att_shape;
 
-static void attention_reference(const att_shape *s, const float *q, const uint16_t *kc, const uint16_t *vc, float *out) {
-    const int kv_dim = s->n_kv * s->head_dim, t1 = s->pos + 1;
-    const int t0 = s->n_swa > 0 && t1 > s->n_swa ? t1 - s->n_swa : 0;
+static void attention_reference(const att_shape *s, const float *q, const cpu_kv *kv, float *out) {
+    const int t1 = s->pos + 1, t0 = s->n_swa > 0 && t1 > s->n_swa ? t1 - s->n_swa : 0;
     float *att = malloc(sizeof(float) * s->n_ctx), *acc = malloc(sizeof(float) * s->head_dim * 64);
     for (int h = 0; h < s->n_heads; h++) {
         const int kvh = h / (s->n_heads / s->n_kv);
-        cpu_attention_head(out + h * s->head_dim, q + h * s->head_dim, kc + kvh * s->head_dim, vc + kvh * s->head_dim,
-                           t0, t1, s->head_dim, kv_dim, 1.0f / sqrtf((float)s->head_dim), att, acc);
+        cpu_kv head = *kv;
+        head.k += kvh * ggml_row_bytes(kv->k_type, s->head_dim);
+        head.v += kvh * ggml_row_bytes(kv->v_type, s->head_dim);
+        cpu_attention_head(out + h * s->head_dim, q + h * s->head_dim, &head, t0, t1, s->head_dim,
+                           1.0f / sqrtf((float)s->head_dim), att, acc);
     }
     free(att), free(acc);
 }
 
-static void check_attention(const float *got, const float *want, int n, const char *what) {
+static void check_attention(const float *got, const float *want, int n, bool flash, const char *what) {
+    const float abs_tol = flash ? 2e-3f : 2e-4f, rel_tol = flash ? 1e-2f : 1e-3f;
     for (int i = 0; i < n; i++)
-        cr_assert(fabsf(got[i] - want[i]) <= 2e-4f + 1e-3f * fabsf(want[i]), "%s [%d]: cuda %g, reference %g", what, i,
-                  got[i], want[i]);
+        cr_assert(fabsf(got[i] - want[i]) <= abs_tol + rel_tol * fabsf(want[i]), "%s [%d]: cuda %g, reference %g", what,
+                  i, got[i], want[i]);
 }
 
 Test(cuda, attention_matches_reference) {
     require_device();
     uint64_t rng = 16;
     const att_shape shapes[] = {
-        {8, 2, 128, 1000, 0, 700},   // qwen3-like GQA, a long context
-        {4, 1, 256, 700, 512, 650},  // gemma3's sliding layer: the window starts at 139
-        {4, 1, 256, 700, 512, 300},  // ... and before the window fills
-        {6, 3, 64, 50, 0, 0},        // the first token
-        {2, 2, 80, 40, 0, 33},       // head_dim 80: lanes past the head's chunks idle
+        {8, 2, 128, 1000, 0, 700, 1000},  // qwen3-like GQA, a long context
+        {4, 1, 256, 700, 512, 650, 700},  // gemma3's sliding layer: the window starts at 139
+        {4, 1, 256, 700, 512, 650, 608},  // ... in a ring of window + 96 rows
+        {4, 1, 256, 700, 512, 300, 608},  // ... before the window fills
+        {6, 3, 64, 50, 0, 0, 50},         // the first token
+        {2, 2, 80, 40, 0, 33, 40},        // head_dim 80: lanes past the head's chunks idle (f16 only)
     };
-    for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++) {
-        const att_shape *s = &shapes[c];
-        const int q_dim = s->n_heads * s->head_dim, cache_n = s->n_ctx * s->n_kv * s->head_dim;
-        float *q = random_floats(q_dim, 1.0f, &rng), *want = malloc(sizeof(float) * q_dim), *got = malloc(sizeof(float) * q_dim);
-        uint16_t *kc = malloc(sizeof(uint16_t) * cache_n), *vc = malloc(sizeof(uint16_t) * cache_n);
-        for (int i = 0; i < cache_n; i++) kc[i] = seam_f32_to_f16(test_rng_normal(&rng));
-        for (int i = 0; i < cache_n; i++) vc[i] = seam_f32_to_f16(test_rng_normal(&rng));
-        attention_reference(s, q, kc, vc, want);
-        float *dq = dev_from(q, sizeof(float) * q_dim), *dout = dev_alloc(sizeof(float) * q_dim);
-        uint16_t *dk = dev_from(kc, sizeof(uint16_t) * cache_n), *dv = dev_from(vc, sizeof(uint16_t) * cache_n);
-        seam_cuda_step *step = dev_step(0, s->pos);
-        OK(seam_cuda_attention(NULL, dout, dq, dk, dv, s->n_heads, s->n_kv, s->head_dim, s->n_ctx, s->n_swa,
-                               1.0f / sqrtf((float)s->head_dim), step, &err));
-        to_host(got, dout, sizeof(float) * q_dim);
-        char what[64];
-        snprintf(what, sizeof what, "shape %zu", c);
-        check_attention(got, want, q_dim, what);
-        seam_cuda_free(step);
-        step = dev_step(0, s->n_ctx);  // past the cache: NaN
-        OK(seam_cuda_attention(NULL, dout, dq, dk, dv, s->n_heads, s->n_kv, s->head_dim, s->n_ctx, s->n_swa, 1.0f,
-                               step, &err));
-        to_host(got, dout, sizeof(float) * q_dim);
-        for (int i = 0; i < q_dim; i++) cr_assert(isnan(got[i]), "bad position left %g", got[i]);
-        seam_cuda_free(dq), seam_cuda_free(dout), seam_cuda_free(dk), seam_cuda_free(dv), seam_cuda_free(step);
-        free(q), free(want), free(got), free(kc), free(vc);
-    }
+    static const uint32_t types[][2] = {{GGML_TYPE_F16, GGML_TYPE_F16}, {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0},
+                                        {GGML_TYPE_F16, GGML_TYPE_Q8_0}, {GGML_TYPE_Q8_0, GGML_TYPE_F16}};
+    for (size_t sc = 0; sc < sizeof shapes / sizeof *shapes; sc++)
+        for (size_t ty = 0; ty < sizeof types / sizeof *types; ty++) {
+            const att_shape *s = &shapes[sc];
+            const bool flash = types[ty][0] != GGML_TYPE_F16 || types[ty][1] != GGML_TYPE_F16;
+            if (flash && s->head_dim % QK8_0) continue;
+            const int q_dim = s->n_heads * s->head_dim, kv_dim = s->n_kv * s->head_dim;
+            float *q = random_floats(q_dim, 1.0f, &rng), *x = malloc(sizeof(float) * kv_dim);
+            float *want = malloc(sizeof(float) * q_dim), *got = malloc(sizeof(float) * q_dim);
+            test_cache c = cache_new(types[ty][0], types[ty][1], kv_dim, s->rows);
+            for (int t = 0; t <= s->pos; t++) {  // a ring keeps the last rows positions
+                for (int i = 0; i < kv_dim; i++) x[i] = test_rng_normal(&rng);
+                cpu_kv_store(c.dev.k_type, c.k + c.k_row * (t % s->rows), x, kv_dim);
+                for (int i = 0; i < kv_dim; i++) x[i] = test_rng_normal(&rng);
+                cpu_kv_store(c.dev.v_type, c.v + c.v_row * (t % s->rows), x, kv_dim);
+            }
+            OK(seam_cuda_upload(c.dev.k, c.k, c.k_row * s->rows, &err));
+            OK(seam_cuda_upload(c.dev.v, c.v, c.v_row * s->rows, &err));
+            const cpu_kv view = cache_view(&c);
+            attention_reference(s, q, &view, want);
+            float *dq = dev_from(q, sizeof(float) * q_dim), *dout = dev_alloc(sizeof(float) * q_dim);
+            seam_cuda_step *step = dev_step(0, s->pos);
+            OK(seam_cuda_attention(NULL, dout, dq, &c.dev, s->n_heads, s->n_kv, s->head_dim, s->n_ctx, s->n_swa,
+                                   1.0f / sqrtf((float)s->head_dim), step, &err));
+            to_host(got, dout, sizeof(float) * q_dim);
+            char what[96];
+            snprintf(what, sizeof what, "shape %zu, K %s, V %s", sc, ggml_type_name(types[ty][0]),
+                     ggml_type_name(types[ty][1]));
+            check_attention(got, want, q_dim, flash, what);
+            seam_cuda_free(step);
+            step = dev_step(0, s->n_ctx);  // past the cache: NaN
+            OK(seam_cuda_attention(NULL, dout, dq, &c.dev, s->n_heads, s->n_kv, s->head_dim, s->n_ctx, s->n_swa, 1.0f,
+                                   step, &err));
+            to_host(got, dout, sizeof(float) * q_dim);
+            for (int i = 0; i < q_dim; i++) cr_assert(isnan(got[i]), "bad position left %g", got[i]);
+            seam_cuda_free(dq), seam_cuda_free(dout), seam_cuda_free(step);
+            cache_free(&c);
+            free(q), free(x), free(want), free(got);
+        }
 }
 
 Test(cuda, stream_copies_and_events) {
@@ -579,16 +666,16 @@ Test(cuda, graph_replays_with_the_step_buffer) {
     // change, by copies enqueued before each launch.
     require_device();
     uint64_t rng = 17;
-    const att_shape sh = {4, 2, 64, 8, 0, 0};
-    const int q_dim = sh.n_heads * sh.head_dim, kv_dim = sh.n_kv * sh.head_dim, cache_n = sh.n_ctx * kv_dim;
-    uint16_t *kc = calloc(cache_n, sizeof(uint16_t)), *vc = calloc(cache_n, sizeof(uint16_t));
+    const att_shape sh = {4, 2, 64, 8, 0, 0, 8};
+    const int q_dim = sh.n_heads * sh.head_dim, kv_dim = sh.n_kv * sh.head_dim;
+    test_cache c = cache_new(GGML_TYPE_F16, GGML_TYPE_F16, kv_dim, sh.rows);
+    const cpu_kv view = cache_view(&c);
     float *want = malloc(sizeof(float) * q_dim), *in;  // in: q, k, v and the step, pinned
     OK(seam_cuda_host_alloc((void **)&in, sizeof(float) * (q_dim + 2 * kv_dim) + sizeof(seam_cuda_step), &err));
     seam_cuda_step *host_step = (seam_cuda_step *)(in + q_dim + 2 * kv_dim);
     float *out;
     OK(seam_cuda_host_alloc((void **)&out, sizeof(float) * q_dim, &err));
     float *din = dev_alloc(sizeof(float) * (q_dim + 2 * kv_dim)), *dout = dev_alloc(sizeof(float) * q_dim);
-    uint16_t *dk = dev_from(kc, sizeof(uint16_t) * cache_n), *dv = dev_from(vc, sizeof(uint16_t) * cache_n);
     seam_cuda_step *step = dev_alloc(sizeof(seam_cuda_step));
     seam_cuda_stream *s;
     seam_cuda_event *e0, *e1;
@@ -598,21 +685,19 @@ Test(cuda, graph_replays_with_the_step_buffer) {
     OK(seam_cuda_event_create(&e1, &err));
     OK(seam_cuda_graph_begin(s, &err));
     OK(seam_cuda_event_record(e0, s, &err));
-    OK(seam_cuda_kv_append(s, dk, dv, din + q_dim, din + q_dim + kv_dim, kv_dim, sh.n_ctx, step, &err));
-    OK(seam_cuda_attention(s, dout, din, dk, dv, sh.n_heads, sh.n_kv, sh.head_dim, sh.n_ctx, 0,
+    OK(seam_cuda_kv_append(s, &c.dev, din + q_dim, din + q_dim + kv_dim, kv_dim, sh.n_ctx, step, &err));
+    OK(seam_cuda_attention(s, dout, din, &c.dev, sh.n_heads, sh.n_kv, sh.head_dim, sh.n_ctx, 0,
                            1.0f / sqrtf((float)sh.head_dim), step, &err));
     OK(seam_cuda_event_record(e1, s, &err));
     OK(seam_cuda_graph_end(s, &g, &err));
     for (int pos = 0; pos < 6; pos++) {
         for (int i = 0; i < q_dim + 2 * kv_dim; i++) in[i] = test_rng_normal(&rng);
         *host_step = (seam_cuda_step){.token = 0, .pos = pos};
-        for (int i = 0; i < kv_dim; i++) {
-            kc[pos * kv_dim + i] = seam_f32_to_f16(in[q_dim + i]);
-            vc[pos * kv_dim + i] = seam_f32_to_f16(in[q_dim + kv_dim + i]);
-        }
+        cpu_kv_store(GGML_TYPE_F16, c.k + c.k_row * pos, in + q_dim, kv_dim);
+        cpu_kv_store(GGML_TYPE_F16, c.v + c.v_row * pos, in + q_dim + kv_dim, kv_dim);
         att_shape at = sh;
         at.pos = pos;
-        attention_reference(&at, in, kc, vc, want);
+        attention_reference(&at, in, &view, want);
         OK(seam_cuda_copy_h2d(s, din, in, sizeof(float) * (q_dim + 2 * kv_dim), &err));
         OK(seam_cuda_copy_h2d(s, step, host_step, sizeof *host_step, &err));
         OK(seam_cuda_graph_launch(g, s, &err));
@@ -620,18 +705,18 @@ Test(cuda, graph_replays_with_the_step_buffer) {
         OK(seam_cuda_stream_synchronize(s, &err));  // before the pinned inputs change
         char what[32];
         snprintf(what, sizeof what, "replay at pos %d", pos);
-        check_attention(out, want, q_dim, what);
+        check_attention(out, want, q_dim, false, what);
         float ms = -1;
         OK(seam_cuda_event_elapsed_ms(e0, e1, &ms, &err));
         cr_assert_geq(ms, 0.0f, "events inside the graph: %g ms", ms);
     }
     seam_cuda_graph_destroy(g);
     seam_cuda_event_destroy(e0), seam_cuda_event_destroy(e1), seam_cuda_stream_destroy(s);
-    seam_cuda_free(din), seam_cuda_free(dout), seam_cuda_free(dk), seam_cuda_free(dv), seam_cuda_free(step);
+    seam_cuda_free(din), seam_cuda_free(dout), seam_cuda_free(step);
     seam_cuda_host_free(in), seam_cuda_host_free(out);
-    free(kc), free(vc), free(want);
+    cache_free(&c);
+    free(want);
 }
-
 
 // The router on the device against engine_route: the same experts in the
 // same rank order and their weights, over random logits (and a logit row
