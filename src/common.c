@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 int seam_fail(seam_error *e, const char *fmt, ...) {
@@ -54,4 +55,12 @@ int seam_parse_int_list(const char *flag, const char *s, int lo, int hi, int *v,
     return 0;
 bad:
     return seam_fail(e, "%s wants comma-separated values or first-last[+step] (got '%s')", flag, s);
+}
+
+void *seam_alloc_resident(size_t bytes) {
+    const uint64_t n = seam_align_up(bytes ? bytes : 1, 64);
+    if (n > SIZE_MAX) return NULL;
+    void *p = aligned_alloc(64, (size_t)n);
+    if (p) memset(p, 0, (size_t)n);
+    return p;
 }

@@ -50,6 +50,13 @@ int seam_parse_int_list(const char *flag, const char *s, int lo, int hi, int *v,
 // Monotonic wall clock in seconds.
 double seam_now(void);
 
+// bytes of zeroed memory, 64-byte aligned, every page written (resident):
+// the memory a plan counts is held from the start, as measured, not when a
+// token first touches it. (Not malloc + memset: a compiler may fold that
+// into calloc, whose fresh pages stay untouched.) Release with free; NULL
+// when out of memory.
+void *seam_alloc_resident(size_t bytes);
+
 #ifdef __cplusplus
 }
 #endif

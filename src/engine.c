@@ -11,7 +11,7 @@
 #include "prefill.h"
 
 // Lays out the cache of kv's types for n_ctx positions in one allocation,
-// written through (see engine_init_kv).
+// resident from the start (as llama.cpp clears its own).
 static int kv_alloc(seam_kv_cache *kv, const seam_config *c, seam_kv_config cfg, int n_ctx, seam_error *e) {
     const uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
     kv->cfg = cfg;
@@ -23,10 +23,9 @@ static int kv_alloc(seam_kv_cache *kv, const seam_config *c, seam_kv_config cfg,
         kv->rows[il] = plan_kv_rows(c, cfg, il, n_ctx);
         kv->bytes += plan_kv_bytes(c, cfg, (uint64_t)kv->rows[il]);
     }
-    if (kv->bytes > SIZE_MAX || !(kv->mem = malloc((size_t)kv->bytes)))
+    if (kv->bytes > SIZE_MAX || !(kv->mem = seam_alloc_resident((size_t)kv->bytes)))
         return seam_fail(e, "out of memory for the KV cache (%d positions: %.1f MiB); lower -c or use -ctk/-ctv q8_0",
                          n_ctx, (double)kv->bytes / (1 << 20));
-    memset(kv->mem, 0, (size_t)kv->bytes);
     uint8_t *p = kv->mem;
     for (int il = 0; il < c->n_layers; il++) {
         kv->k[il] = p, p += (size_t)kv->rows[il] * kv->k_row;
@@ -39,6 +38,42 @@ int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e)
     return engine_init_kv(eng, m, n_ctx, (seam_kv_config){0}, e);
 }
 
+enum { STATE_BUFFERS = 14 };
+
+// seam_state's buffers besides the KV cache and the batch, and their bytes:
+// one list for engine_init_kv's allocations and engine_scratch_bytes.
+static void state_layout(seam_state *s, const seam_config *c, int n_ctx, void **buf[STATE_BUFFERS],
+                         size_t bytes[STATE_BUFFERS]) {
+    const size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    const size_t wide = q_dim > (size_t)c->n_embd ? q_dim : (size_t)c->n_embd;
+    // an MoE model's layers all run experts: its feed_forward_length is unused
+    // (and unchecked by any tensor), so it must not size a buffer
+    const size_t n_hidden = (size_t)(c->n_expert ? c->n_ff_exp : c->n_ff);
+    const size_t widest = wide > n_hidden ? wide : n_hidden, f = sizeof(float);
+    void **const fields[STATE_BUFFERS] = {
+        (void **)&s->x,  (void **)&s->xb,  (void **)&s->xb2,    (void **)&s->q,      (void **)&s->k,
+        (void **)&s->v,  (void **)&s->att, (void **)&s->hb,     (void **)&s->hb2,    (void **)&s->router,
+        (void **)&s->moe, (void **)&s->logits, (void **)&s->rope_angles, &s->act,
+    };
+    const size_t sizes[STATE_BUFFERS] = {
+        f * c->n_embd, f * wide, f * c->n_embd, f * q_dim, f * kv_dim, f * kv_dim,
+        f * cpu_attention_scratch_floats(n_ctx, c->head_dim), f * n_hidden, f * n_hidden, f * (c->n_expert + 1),
+        f * c->n_embd, f * c->n_vocab, f * 2 * c->rope_dim, cpu_matvec_scratch_bytes((int64_t)widest),
+    };
+    memcpy(buf, fields, sizeof fields);
+    memcpy(bytes, sizes, sizeof sizes);
+}
+
+uint64_t engine_scratch_bytes(const seam_config *c, int n_ctx) {
+    seam_state s;
+    void **buf[STATE_BUFFERS];
+    size_t bytes[STATE_BUFFERS];
+    state_layout(&s, c, n_ctx, buf, bytes);
+    uint64_t sum = prefill_batch_bytes(c);
+    for (int i = 0; i < STATE_BUFFERS; i++) sum += bytes[i];
+    return sum;
+}
+
 int engine_init_kv(seam_engine *eng, const seam_model *m, int n_ctx, seam_kv_config kv, seam_error *e) {
     memset(eng, 0, sizeof *eng);
     const seam_config *c = &m->cfg;
@@ -46,34 +81,16 @@ int engine_init_kv(seam_engine *eng, const seam_model *m, int n_ctx, seam_kv_con
     if (plan_kv_check(c, kv, e)) return -1;
     eng->model = m;
     eng->n_ctx = n_ctx;
-    const int q_dim = c->n_heads * c->head_dim;
-    const int kv_dim = c->n_kv_heads * c->head_dim;
-    const int wide = q_dim > c->n_embd ? q_dim : c->n_embd;
-    // an MoE model's layers all run experts: its feed_forward_length is unused
-    // (and unchecked by any tensor), so it must not size a buffer
-    const int n_hidden = c->n_expert ? c->n_ff_exp : c->n_ff;
-    const int widest = wide > n_hidden ? wide : n_hidden;
     seam_state *s = &eng->s;
-    s->x = calloc((size_t)c->n_embd, sizeof(float));
-    s->xb = calloc((size_t)wide, sizeof(float));
-    s->xb2 = calloc((size_t)c->n_embd, sizeof(float));
-    s->q = calloc((size_t)q_dim, sizeof(float));
-    s->k = calloc((size_t)kv_dim, sizeof(float));
-    s->v = calloc((size_t)kv_dim, sizeof(float));
-    s->att = calloc(cpu_attention_scratch_floats(n_ctx, c->head_dim), sizeof(float));
-    s->hb = calloc((size_t)n_hidden, sizeof(float));
-    s->hb2 = calloc((size_t)n_hidden, sizeof(float));
-    s->router = calloc((size_t)c->n_expert + 1, sizeof(float));
-    s->moe = calloc((size_t)c->n_embd, sizeof(float));
-    s->logits = calloc((size_t)c->n_vocab, sizeof(float));
-    s->rope_angles = calloc(2 * (size_t)c->rope_dim, sizeof(float));
-    s->act = malloc(cpu_matvec_scratch_bytes(widest));
-    if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->router || !s->moe ||
-        !s->logits || !s->rope_angles || !s->act) {
-        engine_free(eng);
-        return seam_fail(e, "out of memory for the activations of one token");
-    }
-    if (kv_alloc(&s->kv, c, kv, n_ctx, e)) {
+    void **buf[STATE_BUFFERS];
+    size_t bytes[STATE_BUFFERS];
+    state_layout(s, c, n_ctx, buf, bytes);
+    for (int i = 0; i < STATE_BUFFERS; i++)
+        if (!(*buf[i] = seam_alloc_resident(bytes[i]))) {
+            engine_free(eng);
+            return seam_fail(e, "out of memory for the activations of one token");
+        }
+    if (!(s->batch = prefill_batch_new(c, e)) || kv_alloc(&s->kv, c, kv, n_ctx, e)) {
         engine_free(eng);
         return -1;
     }
@@ -84,6 +101,7 @@ void engine_free(seam_engine *eng) {
     seam_state *s = &eng->s;
     free(s->x), free(s->xb), free(s->xb2), free(s->q), free(s->k), free(s->v), free(s->att);
     free(s->hb), free(s->hb2), free(s->router), free(s->moe), free(s->logits), free(s->rope_angles), free(s->act);
+    prefill_batch_free(s->batch);
     free(s->kv.mem);
     pool_destroy(eng->pool);
     gpu_segment_free(eng->gpu);
@@ -108,11 +126,12 @@ int engine_set_threads(seam_engine *eng, int n_threads, seam_error *e) {
     if (n_threads != 1 && !(pool = pool_create(n_threads, e))) return -1;
     // attention scratch for every thread
     const size_t att = cpu_attention_scratch_floats(eng->n_ctx, eng->model->cfg.head_dim);
-    float *scratch = realloc(eng->s.att, sizeof(float) * att * (size_t)n_threads);
+    float *scratch = seam_alloc_resident(sizeof(float) * att * (size_t)n_threads);
     if (!scratch) {
         pool_destroy(pool);
         return seam_fail(e, "out of memory for the attention scratch of %d threads", n_threads);
     }
+    free(eng->s.att);
     eng->s.att = scratch;
     pool_destroy(eng->pool);
     eng->pool = pool;

@@ -44,6 +44,7 @@ typedef struct {
     float *logits;   // (n_vocab) the CPU head's output (a GPU head's logits are the GPU segment's, pinned)
     float *rope_angles;  // (4, rope_dim / 2) this token's RoPE cos, sin: global layers', then sliding layers'
     void *act;       // quantised activation scratch (cpu_matvec_scratch_bytes of the widest input)
+    struct prefill_batch *batch;  // a prompt's SEAM_UBATCH tokens' activations (prefill.c)
     seam_kv_cache kv;
 } seam_state;
 
@@ -60,12 +61,17 @@ typedef struct {
 } seam_engine;
 
 // An engine for contexts of n_ctx positions, its KV cache of kv's types
-// (engine_init: f16, as llama.cpp's default). The cache is written once
-// here, so that the memory it takes is resident from the start, as
-// llama.cpp clears its own.
+// (engine_init: f16, as llama.cpp's default). Its buffers are resident from
+// the start (seam_alloc_resident), as llama.cpp clears its KV cache, so
+// that what the plan counts is what the process holds.
 int engine_init_kv(seam_engine *eng, const seam_model *m, int n_ctx, seam_kv_config kv, seam_error *e);
 int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e);
 void engine_free(seam_engine *eng);
+
+// Bytes of host memory engine_init allocates besides the KV cache: one
+// token's activations with one thread's attention scratch (each thread of
+// engine_set_threads adds cpu_attention_scratch_floats), and a prompt's batch.
+uint64_t engine_scratch_bytes(const seam_config *c, int n_ctx);
 
 // Runs the CPU layers on n_threads threads (the caller and n_threads - 1
 // workers; 1, the default after engine_init, = the calling thread alone).

@@ -150,6 +150,10 @@ int gguf_open(gguf_file *f, const char *path, seam_error *e);
 // Validates a file already in memory (tests, fuzzing); buf must outlive f.
 int gguf_parse(gguf_file *f, const void *buf, uint64_t size, seam_error *e);
 void gguf_close(gguf_file *f);
+// Reads every page of the file once, as llama.cpp's loader does (its mmap
+// with MAP_POPULATE), so that the mapping is resident from the start instead
+// of as the first tokens touch it.
+void gguf_prefetch(const gguf_file *f);
 
 const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key);
 const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name);

@@ -24,6 +24,7 @@
 #include "bench.h"
 #include "gpu_segment.h"
 #include "hw.h"
+#include "memstat.h"
 #include "predict.h"
 #include "shape.h"
 
@@ -319,6 +320,8 @@ typedef struct {
     seam_engine eng;
     int *prompt;
     int n_prompt;
+    seam_memstat base;         // before the tensors and the engine's buffers came in
+    seam_mem_prediction pred;  // what the plan says they take
 } session;
 
 static void session_close(session *s) {
@@ -351,6 +354,13 @@ static int session_prompt(session *s, const options *o) {
     return 0;
 }
 
+// What the session holds now beside what its plan predicts (stderr).
+static void session_memory(const session *s, const char *when) {
+    seam_memstat now;
+    memstat_read(&now);
+    memstat_report(stderr, when, &s->base, &now, &s->pred);
+}
+
 static int session_open(session *s, const options *o, int n_extra) {
     memset(s, 0, sizeof *s);
     if (!o->model_path) return fprintf(stderr, "seam: -m FILE is required\n"), -1;
@@ -365,6 +375,8 @@ static int session_open(session *s, const options *o, int n_extra) {
         fprintf(stderr, "seam: no text: %s\n", err.msg);
         s->tok = NULL;
     }
+    memstat_read(&s->base);
+    gguf_prefetch(&s->model.file);
     seam_plan plan;
     if (make_plan(o, &s->model, true, &plan) || session_prompt(s, o)) {
         session_close(s);
@@ -382,6 +394,8 @@ static int session_open(session *s, const options *o, int n_extra) {
         session_close(s);
         return -1;
     }
+    s->pred = memstat_predict(&plan, &s->model, o->n_threads);
+    session_memory(s, "loading");
     return 0;
 }
 
@@ -445,6 +459,9 @@ static int cmd_run(const options *o) {
     fprintf(stderr, "seam: prefill %d tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s (%.1f tok/s, %.1f GB/s of weights)\n",
             ss.n_prompt, t_prefill, ss.n_prompt / t_prefill, n_generated, t_decode, n_decoded / t_decode,
             gb * n_decoded / t_decode);
+    char filled[64];
+    snprintf(filled, sizeof filled, "filling %d of %d positions", pos, ss.eng.n_ctx);
+    session_memory(&ss, filled);
     timeline_report(&ss.eng.timeline, stderr);
     if (o->timeline_path && timeline_write_json(&ss.eng.timeline, o->timeline_path, &err)) goto fail;
     rc = 0;

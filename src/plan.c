@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "quant.h"
 
 // Working memory beyond the activations: the CUDA context's own, the graph
@@ -85,8 +86,8 @@ uint64_t plan_kv_read_bytes(const seam_config *c, seam_kv_config kv, int l0, int
     return bytes;
 }
 
-// The activations one token needs on a device that runs any layer.
-static uint64_t activation_bytes(const seam_config *c, int n_ctx) {
+// The activations one token needs on the GPU when it runs any layer.
+static uint64_t gpu_activation_bytes(const seam_config *c, int n_ctx) {
     const uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim, kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
     const uint64_t hidden = (uint64_t)(c->n_expert ? c->n_ff_exp : c->n_ff);  // as engine_init sizes it
     return 4 * (4 * (uint64_t)c->n_embd + 2 * q_dim + 2 * kv_dim + 2 * hidden + (uint64_t)c->n_heads * n_ctx +
@@ -129,15 +130,13 @@ static void place(seam_plan *p, const seam_model *m, const seam_plan_request *re
     p->head = req->head >= 0 ? (seam_device)req->head : computed_on_gpu == c->n_layers && computed_on_gpu > 0 ? DEV_GPU : DEV_CPU;
     p->weights[p->head] += tensor_bytes(&m->w.output_norm) + tensor_bytes(&m->w.output);
     p->weights[DEV_CPU] += m->w.tied_output && p->head == DEV_CPU ? 0 : tensor_bytes(&m->w.tok_embd);
-    // every device that runs a layer or the head needs activations; the
-    // device holding the head also needs the logits
-    for (int d = 0; d < DEV_COUNT; d++) {
-        const bool used = d == DEV_CPU ? computed_on_gpu < c->n_layers || p->head == DEV_CPU
-                                       : computed_on_gpu > 0 || p->head == DEV_GPU;
-        if (used) p->scratch[d] = activation_bytes(c, req->n_ctx);
-    }
-    p->scratch[p->head] += 4ull * (uint64_t)c->n_vocab;
-    if (computed_on_gpu > 0 || p->head == DEV_GPU) p->scratch[DEV_GPU] += GPU_RESERVE;
+    // the host holds what the engine allocates (engine_scratch_bytes: it
+    // runs every token's embedding and the logits come back to it); the GPU
+    // its activations, the logits when the head is there, and working memory
+    p->scratch[DEV_CPU] = engine_scratch_bytes(c, req->n_ctx);
+    if (computed_on_gpu > 0 || p->head == DEV_GPU)
+        p->scratch[DEV_GPU] = gpu_activation_bytes(c, req->n_ctx) + GPU_RESERVE;
+    if (p->head == DEV_GPU) p->scratch[DEV_GPU] += 4ull * (uint64_t)c->n_vocab;
     if (req->overflow == OVERFLOW_STREAM && n < c->n_layers) p->scratch[DEV_GPU] += 2 * largest_overflow;
 }
 

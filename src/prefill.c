@@ -18,7 +18,7 @@
 
 #define BATCH SEAM_UBATCH  // tokens a layer takes at once (plan.h: 96, weights reused 96 times; whole tiles of 6 and 8)
 
-typedef struct {
+struct prefill_batch {
     int n;                   // tokens in this batch
     int wide, hidden;        // max(n_embd, q_dim); the FFN (or expert) width
     float *x, *xb, *xb2;     // (BATCH, n_embd) / (BATCH, wide) / (BATCH, n_embd)
@@ -32,43 +32,65 @@ typedef struct {
     int *pair;               // (BATCH * k_used) the pairs one expert serves (token * k_used + rank)
     float *rope_angles;      // (BATCH, 2 * rope_dim) each token's RoPE angles (engine_rope_angles)
     void *act;               // quantised inputs: BATCH * k_used rows of the widest input
-} batch;
+};
+typedef struct prefill_batch batch;
 
-static void batch_free(batch *b) {
-    free(b->x), free(b->xb), free(b->xb2), free(b->q), free(b->k), free(b->v), free(b->hb), free(b->hb2);
-    free(b->gx), free(b->eout), free(b->router), free(b->chosen), free(b->weight), free(b->pair), free(b->act);
-    free(b->rope_angles);
-}
+enum { BATCH_BUFFERS = 16 };
 
-static int batch_alloc(batch *b, const seam_config *c, seam_error *e) {
-    memset(b, 0, sizeof *b);
+// The batch's buffers and their bytes, in one list for allocating them and
+// for counting them (prefill_batch_bytes).
+static void batch_layout(batch *b, const seam_config *c, void **buf[BATCH_BUFFERS], size_t bytes[BATCH_BUFFERS]) {
     const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    const int ku = c->n_expert ? c->n_expert_used : 1, rows = BATCH * ku;
+    const size_t ku = c->n_expert ? (size_t)c->n_expert_used : 1, rows = BATCH * ku, f = sizeof(float);
     b->wide = q_dim > c->n_embd ? q_dim : c->n_embd;
     b->hidden = c->n_expert ? c->n_ff_exp : c->n_ff;
     const int widest = b->wide > b->hidden ? b->wide : b->hidden;
-    b->x = malloc(sizeof(float) * BATCH * c->n_embd);
-    b->xb = malloc(sizeof(float) * BATCH * b->wide);
-    b->xb2 = malloc(sizeof(float) * BATCH * c->n_embd);
-    b->q = malloc(sizeof(float) * BATCH * q_dim);
-    b->k = malloc(sizeof(float) * BATCH * kv_dim);
-    b->v = malloc(sizeof(float) * BATCH * kv_dim);
-    b->hb = malloc(sizeof(float) * rows * b->hidden);
-    b->hb2 = malloc(sizeof(float) * rows * b->hidden);
-    b->gx = malloc(sizeof(float) * rows * c->n_embd);
-    b->eout = malloc(sizeof(float) * rows * c->n_embd);
-    b->router = malloc(sizeof(float) * BATCH * (c->n_expert + 1));
-    b->chosen = malloc(sizeof(int) * rows);
-    b->weight = malloc(sizeof(float) * rows);
-    b->pair = malloc(sizeof(int) * rows);
-    b->act = malloc(rows * cpu_matvec_scratch_bytes(widest));
-    b->rope_angles = malloc(sizeof(float) * BATCH * 2 * c->rope_dim);
-    if (!b->x || !b->xb || !b->xb2 || !b->q || !b->k || !b->v || !b->hb || !b->hb2 || !b->gx || !b->eout ||
-        !b->router || !b->chosen || !b->weight || !b->pair || !b->act || !b->rope_angles) {
-        batch_free(b);
-        return seam_fail(e, "out of memory for a prefill batch of %d tokens", BATCH);
-    }
-    return 0;
+    void **const fields[BATCH_BUFFERS] = {
+        (void **)&b->x,  (void **)&b->xb,  (void **)&b->xb2,    (void **)&b->q,      (void **)&b->k,
+        (void **)&b->v,  (void **)&b->hb,  (void **)&b->hb2,    (void **)&b->gx,     (void **)&b->eout,
+        (void **)&b->router, (void **)&b->chosen, (void **)&b->weight, (void **)&b->pair, &b->act,
+        (void **)&b->rope_angles,
+    };
+    const size_t sizes[BATCH_BUFFERS] = {
+        f * BATCH * c->n_embd, f * BATCH * b->wide, f * BATCH * c->n_embd, f * BATCH * q_dim, f * BATCH * kv_dim,
+        f * BATCH * kv_dim, f * rows * b->hidden, f * rows * b->hidden, f * rows * c->n_embd, f * rows * c->n_embd,
+        f * BATCH * (c->n_expert + 1), sizeof(int) * rows, f * rows, sizeof(int) * rows,
+        rows * cpu_matvec_scratch_bytes(widest), f * BATCH * 2 * c->rope_dim,
+    };
+    memcpy(buf, fields, sizeof fields);
+    memcpy(bytes, sizes, sizeof sizes);
+}
+
+uint64_t prefill_batch_bytes(const seam_config *c) {
+    batch b;
+    void **buf[BATCH_BUFFERS];
+    size_t bytes[BATCH_BUFFERS];
+    batch_layout(&b, c, buf, bytes);
+    uint64_t sum = sizeof b;
+    for (int i = 0; i < BATCH_BUFFERS; i++) sum += bytes[i];
+    return sum;
+}
+
+void prefill_batch_free(batch *b) {
+    if (!b) return;
+    free(b->x), free(b->xb), free(b->xb2), free(b->q), free(b->k), free(b->v), free(b->hb), free(b->hb2);
+    free(b->gx), free(b->eout), free(b->router), free(b->chosen), free(b->weight), free(b->pair), free(b->act);
+    free(b->rope_angles);
+    free(b);
+}
+
+batch *prefill_batch_new(const seam_config *c, seam_error *e) {
+    batch *b = calloc(1, sizeof *b);
+    if (!b) return seam_fail(e, "out of memory for a prefill batch"), NULL;
+    void **buf[BATCH_BUFFERS];
+    size_t bytes[BATCH_BUFFERS];
+    batch_layout(b, c, buf, bytes);
+    for (int i = 0; i < BATCH_BUFFERS; i++)
+        if (!(*buf[i] = seam_alloc_resident(bytes[i]))) {
+            prefill_batch_free(b);
+            return seam_fail(e, "out of memory for a prefill batch of %d tokens", BATCH), NULL;
+        }
+    return b;
 }
 
 // A step each token of the batch takes alone -- norms, RoPE, the residual
@@ -231,31 +253,26 @@ static void ffn(seam_engine *eng, batch *b, const seam_layer_weights *l, int il)
 int cpu_prefill(seam_engine *eng, const int *tokens, int n, int pos0, seam_error *e) {
     const seam_model *m = eng->model;
     const seam_config *c = &m->cfg;
-    batch b;
-    if (batch_alloc(&b, c, e)) return -1;
-    for (int done = 0; done < n; done += b.n) {
-        b.n = n - done < BATCH ? n - done : BATCH;
+    batch *b = eng->s.batch;
+    for (int done = 0; done < n; done += b->n) {
+        b->n = n - done < BATCH ? n - done : BATCH;
         const double t0 = seam_now();
-        for (int t = 0; t < b.n; t++) {
-            engine_embed(eng, tokens[done + t], b.x + t * c->n_embd);
-            engine_rope_angles(c, pos0 + done + t, b.rope_angles + (size_t)t * 2 * c->rope_dim);
+        for (int t = 0; t < b->n; t++) {
+            engine_embed(eng, tokens[done + t], b->x + t * c->n_embd);
+            engine_rope_angles(c, pos0 + done + t, b->rope_angles + (size_t)t * 2 * c->rope_dim);
         }
         for (int il = 0; il < c->n_layers; il++) {
-            attention(eng, &b, &m->w.layers[il], il, pos0 + done);
-            ffn(eng, &b, &m->w.layers[il], il);
+            attention(eng, b, &m->w.layers[il], il, pos0 + done);
+            ffn(eng, b, &m->w.layers[il], il);
         }
         // the batch's timeline: its time shared out over its tokens
-        const double per_token = 1e6 * (seam_now() - t0) / b.n;
-        for (int t = 0; t < b.n; t++) {
+        const double per_token = 1e6 * (seam_now() - t0) / b->n;
+        for (int t = 0; t < b->n; t++) {
             seam_token_time tt = {.token = eng->n_run++, .pos = pos0 + done + t, .prefill = 1, .token_us = per_token};
             tt.segment_us[SEG_CPU] = per_token;
-            if (timeline_add_token(&eng->timeline, &tt)) {
-                batch_free(&b);
-                return seam_fail(e, "out of memory for the timeline");
-            }
+            if (timeline_add_token(&eng->timeline, &tt)) return seam_fail(e, "out of memory for the timeline");
         }
-        if (done + b.n == n) memcpy(eng->s.x, b.x + (size_t)(b.n - 1) * c->n_embd, sizeof(float) * c->n_embd);
+        if (done + b->n == n) memcpy(eng->s.x, b->x + (size_t)(b->n - 1) * c->n_embd, sizeof(float) * c->n_embd);
     }
-    batch_free(&b);
     return 0;
 }

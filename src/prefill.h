@@ -10,6 +10,12 @@
 // filling the KV cache; leaves the last token's hidden state in eng->s.x.
 int cpu_prefill(seam_engine *eng, const int *tokens, int n, int pos0, seam_error *e);
 
+// The buffers of a prompt's batch of SEAM_UBATCH tokens, which an engine
+// keeps (engine_init makes them): new, free, and their bytes.
+struct prefill_batch *prefill_batch_new(const seam_config *c, seam_error *e);
+void prefill_batch_free(struct prefill_batch *b);
+uint64_t prefill_batch_bytes(const seam_config *c);
+
 // Shared with engine.c:
 // x (n_embd) = the token's embedding row, dequantised and scaled.
 void engine_embed(seam_engine *eng, int token, float *x);

@@ -316,7 +316,7 @@ Test(cli, help_lists_every_flag_with_its_default, .timeout = 60) {
 // seam bench: a run in each output format (one row per test, the counts it
 // was asked for), and its own flags validated.
 Test(cli, bench_runs_and_validates, .timeout = 300) {
-    static const char *const formats[] = {"md", "json", "csv"}, *const tg_mark[] = {"| tg", "\"test\": \"tg", ",tg"};
+    static const char *const formats[] = {"md", "json", "csv"}, *const tg_mark[] = {"| tg", "\"test\": \"tg", ",\"tg"};
     for (size_t f = 0; f < 3; f++) {
         result r = run(ARGS("bench", "-m", MODEL, "-p", "8", "-n", "4,6", "-t", "1-2", "-r", "2", "-o", formats[f]));
         cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam bench -o %s failed:\n%s", formats[f], r.err);
@@ -331,11 +331,18 @@ Test(cli, bench_runs_and_validates, .timeout = 300) {
     static const char *const bad[][2] = {
         {"-p", "abc"}, {"-p", "-1"},  {"-t", "0"},   {"-t", "3-1"}, {"-t", "1-4+0"}, {"-n", "1,,2"},
         {"-r", "0"},   {"-r", "x"},   {"-o", "xml"}, {"-ngl", "-1"}, {"--frobnicate", "1"}, {"--overflow", "disk"},
-        {"--overflow", "cpu,"},
+        {"--overflow", "cpu,"}, {"-d", "-4"}, {"-d", "x"}, {"-ctk", "q4_0"}, {"-ctv", "f16,"}, {"--cache-type-k", ""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_failure(ARGS("bench", "-m", MODEL, bad[i][0], bad[i][1]), bad[i][0]);
     expect_failure(ARGS("bench", "-p", "8"), "-m");
     expect_failure(ARGS("bench", "-m", SEAM_SOURCE_DIR "/no-such-model.gguf"), "cannot open");
     expect_failure(ARGS("bench", "-m", MODEL, "-ngl", "5"), "gpu-layers");
+    // depths: the cache filled first, the tests named as llama-bench names them
+    result r = run(ARGS("bench", "-m", MODEL, "-p", "4", "-n", "4", "-d", "0,8", "-r", "1", "-o", "csv"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam bench -d 0,8 failed:\n%s", r.err);
+    cr_assert(strstr(r.out, "\"tg4 @ d8\"") && strstr(r.out, "\"pp4 @ d8\"") && strstr(r.out, "\"tg4\""),
+              "no depth tests:\n%s", r.out);
+    result_free(&r);
+    expect_failure(ARGS("bench", "-m", MODEL, "-p", "0", "-n", "4", "-d", "61"), "trained");  // 61 + 4 > 64
 }

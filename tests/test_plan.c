@@ -2,28 +2,36 @@
 // and KV cache go for the three overflow placements, what the GPU budget
 // admits, and the errors that name what to do. Plans need no GPU: a budget
 // plans for one this machine may not have, as `seam plan --gpu-mem` does.
+// Then the KV cache's accounting (types, sliding-window rings) against what
+// the engine allocates, and what the process holds against the prediction.
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "engine.h"
 #include "gpu_segment.h"
 #include "helpers.h"
+#include "memstat.h"
 #include "model.h"
 #include "plan.h"
 
 static seam_model model;
 
-// The synthetic model of models/SHAPE.shape, written into the test scratch.
+// The synthetic model of models/SHAPE.shape, written by each test's process
+// to a file of its own (tests may run side by side).
 static void load_synthetic(seam_model *m, const char *shape) {
     char name[64], path[4096], cmd[8192];
-    snprintf(name, sizeof name, "plan-%s.gguf", shape);
+    snprintf(name, sizeof name, "plan-%s-%d.gguf", shape, (int)getpid());
     snprintf(path, sizeof path, "%s", test_path(name));
     snprintf(cmd, sizeof cmd, "%s/seam-synth %s/models/%s.shape -o %s 2>/dev/null", SEAM_BINARY_DIR,
              SEAM_SOURCE_DIR, shape, path);
     cr_assert_eq(system(cmd), 0, "seam-synth failed: %s", cmd);
     seam_error e = {{0}};
     cr_assert_eq(model_load(m, path, &e), 0, "%s", e.msg);
+    unlink(path);  // the mapping stays
 }
 
 // The synthetic "small" model (6 layers, separate head).
@@ -164,4 +172,72 @@ Test(plan, gpu_scratch_holds_every_quantised_input) {
     cr_assert_lt(mixed.cfg.n_ff_exp, mixed.cfg.n_embd, "moe-mixed.shape's experts are not narrower than the model");
     cr_assert_leq(mixed.w.output.cols, cols.scratch);
     model_free(&mixed);
+}
+
+// The plan counts the KV cache the engine allocates, byte for byte, for
+// every cache type, with and without gemma3-style rings (a synthetic model
+// has no sliding layers; Gemma 3, when installed, does), and the scratch
+// engine_scratch_bytes says the engine holds.
+static void kv_accounting_matches_engine(const seam_model *m, const char *name) {
+    static const seam_kv_config caches[] = {
+        {KV_F16, KV_F16, false}, {KV_Q8_0, KV_Q8_0, false}, {KV_F16, KV_Q8_0, false}, {KV_Q8_0, KV_Q8_0, true}};
+    for (size_t i = 0; i < sizeof caches / sizeof *caches; i++) {
+        const seam_plan_request req = {.head = -1, .n_ctx = 1000, .cache = caches[i]};
+        seam_plan p;
+        seam_engine eng;
+        seam_error e = {{0}};
+        cr_assert_eq(plan_make(&p, m, &req, &e), 0, "%s: %s", name, e.msg);
+        cr_assert_eq(engine_init_kv(&eng, m, req.n_ctx, req.cache, &e), 0, "%s: %s", name, e.msg);
+        cr_assert_eq(p.kv[DEV_CPU], eng.s.kv.bytes, "%s, cache %zu: the plan counts %llu KV bytes, the engine holds %llu",
+                     name, i, (unsigned long long)p.kv[DEV_CPU], (unsigned long long)eng.s.kv.bytes);
+        cr_assert_eq(p.scratch[DEV_CPU], engine_scratch_bytes(&m->cfg, req.n_ctx));
+        // q8_0 rows: 34 bytes for 32 values, against f16's 64
+        const uint64_t f16 = plan_kv_bytes(&m->cfg, (seam_kv_config){0}, 1);
+        cr_assert_eq(plan_kv_bytes(&m->cfg, (seam_kv_config){KV_Q8_0, KV_Q8_0, false}, 1) * 64, f16 * 34);
+        engine_free(&eng);
+    }
+}
+
+Test(plan, kv_accounting_matches_engine) { kv_accounting_matches_engine(&model, "small"); }
+
+Test(plan, kv_accounting_matches_engine_with_rings) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/gemma-3-270m-q4_k_m.gguf", SEAM_SOURCE_DIR);
+    if (access(path, R_OK)) cr_skip_test("models/gemma-3-270m-q4_k_m.gguf is not installed");
+    seam_model gemma;
+    seam_error e = {{0}};
+    cr_assert_eq(model_load(&gemma, path, &e), 0, "%s", e.msg);
+    kv_accounting_matches_engine(&gemma, "gemma-3-270m");
+    // at 32768 positions its 15 sliding layers hold 608 positions each
+    const seam_plan_request req = {.head = -1, .n_ctx = 32768};
+    seam_plan p;
+    cr_assert_eq(plan_make(&p, &gemma, &req, &e), 0, "%s", e.msg);
+    cr_assert_eq(p.ring_layers, 15);
+    cr_assert_eq(p.ring_rows, 512 + SEAM_UBATCH);
+    cr_assert_eq(p.kv[DEV_CPU], plan_kv_bytes(&gemma.cfg, req.cache, 3 * 32768ull + 15 * 608ull));
+    cr_assert_eq(p.kv_per_token[DEV_CPU], plan_kv_bytes(&gemma.cfg, req.cache, 3));
+    model_free(&gemma);
+}
+
+// What the process holds after engine_init is what the plan predicts, within
+// 2% (the target): the engine's buffers are written through at init
+// (seam_alloc_resident), so the resident set grows by what they take.
+Test(plan, memory_measured_within_two_percent) {
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("AddressSanitizer's shadow memory and redzones count in the resident set");
+#endif
+    const seam_plan_request req = {.head = -1, .n_ctx = 4096, .cache = {KV_Q8_0, KV_Q8_0, false}};
+    seam_plan p;
+    seam_error e = {{0}};
+    cr_assert_eq(plan_make(&p, &model, &req, &e), 0, "%s", e.msg);
+    seam_memstat before, after;
+    memstat_read(&before);
+    cr_assert(before.rss > 0, "/proc/self/status has no VmRSS");
+    seam_engine eng;
+    cr_assert_eq(engine_init_kv(&eng, &model, req.n_ctx, req.cache, &e), 0, "%s", e.msg);
+    memstat_read(&after);
+    const uint64_t held = after.rss_anon - before.rss_anon, predicted = p.kv[DEV_CPU] + p.scratch[DEV_CPU];
+    cr_assert(fabs(memstat_error(held, predicted)) < 2.0, "the engine holds %.2f MiB, the plan predicts %.2f MiB",
+              held / 1048576.0, predicted / 1048576.0);
+    engine_free(&eng);
 }
