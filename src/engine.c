@@ -13,10 +13,9 @@
 // Lays out the cache of kv's types for n_ctx positions in one allocation,
 // resident from the start (as llama.cpp clears its own).
 static int kv_alloc(seam_kv_cache *kv, const seam_config *c, seam_kv_config cfg, int n_ctx, seam_error *e) {
-    const uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
     kv->cfg = cfg;
-    kv->k_row = ggml_row_bytes(plan_kv_ggml_type[cfg.k], kv_dim);
-    kv->v_row = ggml_row_bytes(plan_kv_ggml_type[cfg.v], kv_dim);
+    kv->k_head_row = ggml_row_bytes(plan_kv_ggml_type[cfg.k], (uint64_t)c->head_dim);
+    kv->v_head_row = ggml_row_bytes(plan_kv_ggml_type[cfg.v], (uint64_t)c->head_dim);
     plan_kv_rotation(c, cfg, &kv->rot_k, &kv->rot_v);
     kv->bytes = 0;
     for (int il = 0; il < c->n_layers; il++) {
@@ -28,8 +27,8 @@ static int kv_alloc(seam_kv_cache *kv, const seam_config *c, seam_kv_config cfg,
                          n_ctx, (double)kv->bytes / (1 << 20));
     uint8_t *p = kv->mem;
     for (int il = 0; il < c->n_layers; il++) {
-        kv->k[il] = p, p += (size_t)kv->rows[il] * kv->k_row;
-        kv->v[il] = p, p += (size_t)kv->rows[il] * kv->v_row;
+        kv->k[il] = p, p += (size_t)c->n_kv_heads * kv->rows[il] * kv->k_head_row;
+        kv->v[il] = p, p += (size_t)c->n_kv_heads * kv->rows[il] * kv->v_head_row;
     }
     return 0;
 }
@@ -184,9 +183,12 @@ void engine_qkv_ready(seam_engine *eng, const seam_layer_weights *l, int il, int
     seam_kv_cache *kv = &eng->s.kv;
     if (kv->rot_k) cpu_fwht(q, q_dim, kv->rot_k), cpu_fwht(k, kv_dim, kv->rot_k);
     if (kv->rot_v) cpu_fwht(v, kv_dim, kv->rot_v);
-    const size_t row = (size_t)(pos % kv->rows[il]);
-    cpu_kv_store(plan_kv_ggml_type[kv->cfg.k], kv->k[il] + row * kv->k_row, k, kv_dim);
-    cpu_kv_store(plan_kv_ggml_type[kv->cfg.v], kv->v[il] + row * kv->v_row, v, kv_dim);
+    const size_t row = (size_t)(pos % kv->rows[il]), rows = (size_t)kv->rows[il];
+    for (int g = 0; g < c->n_kv_heads; g++) {
+        const size_t at = (size_t)g * rows + row;
+        cpu_kv_store(plan_kv_ggml_type[kv->cfg.k], kv->k[il] + at * kv->k_head_row, k + g * c->head_dim, c->head_dim);
+        cpu_kv_store(plan_kv_ggml_type[kv->cfg.v], kv->v[il] + at * kv->v_head_row, v + g * c->head_dim, c->head_dim);
+    }
 }
 
 void engine_attention_out(const seam_engine *eng, float *out) {
@@ -196,8 +198,10 @@ void engine_attention_out(const seam_engine *eng, float *out) {
 
 cpu_kv engine_kv_layer(const seam_engine *eng, int il) {
     const seam_kv_cache *kv = &eng->s.kv;
-    return (cpu_kv){.k = kv->k[il], .v = kv->v[il], .k_row = kv->k_row, .v_row = kv->v_row, .k_type = plan_kv_ggml_type[kv->cfg.k],
-                    .v_type = plan_kv_ggml_type[kv->cfg.v], .ring = kv->rows[il]};
+    const size_t rows = (size_t)kv->rows[il];
+    return (cpu_kv){.k = kv->k[il], .v = kv->v[il], .k_row = kv->k_head_row, .v_row = kv->v_head_row,
+                    .k_head = rows * kv->k_head_row, .v_head = rows * kv->v_head_row,
+                    .k_type = plan_kv_ggml_type[kv->cfg.k], .v_type = plan_kv_ggml_type[kv->cfg.v], .ring = kv->rows[il]};
 }
 
 static void attention_block(seam_engine *eng, const seam_layer_weights *l, int il, int pos) {

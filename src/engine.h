@@ -9,19 +9,20 @@
 #include "quant.h"
 #include "timeline.h"
 
-// The KV cache (plan.h's seam_kv_config): per layer, a row of keys and a
-// row of values per position it holds, each kv_dim = n_kv_heads * head_dim
-// values in the cache's type (f16, or q8_0 blocks of 32 of which a head
-// holds whole ones), heads one after another. A full layer holds positions
-// 0..n_ctx-1 in rows 0..n_ctx-1; a sliding layer a ring of rows[il]
-// positions, position p in row p % rows[il] (plan_kv_rows).
+// The KV cache (plan.h's seam_kv_config): per layer and KV head, a row of
+// head_dim keys and one of values per position the layer holds, in the
+// cache's type (f16, or q8_0 blocks of 32 of which a head holds whole ones);
+// a head's positions lie one after another, so that its attention streams
+// them. A full layer holds positions 0..n_ctx-1 in rows 0..n_ctx-1; a
+// sliding layer a ring of rows[il] positions, position p in row
+// p % rows[il] (plan_kv_rows).
 typedef struct {
     seam_kv_config cfg;
-    size_t k_row, v_row;          // bytes of one position's keys and values
+    size_t k_head_row, v_head_row;  // bytes of one head's keys, values at one position
     int rot_k, rot_v;             // Walsh-Hadamard blocks of keys (and queries) and values; 0: none (plan_kv_rotation)
     int rows[SEAM_MAX_LAYERS];    // positions layer il holds
-    uint8_t *k[SEAM_MAX_LAYERS];  // (rows[il], k_row) bytes, within mem
-    uint8_t *v[SEAM_MAX_LAYERS];  // (rows[il], v_row) bytes, within mem
+    uint8_t *k[SEAM_MAX_LAYERS];  // (n_kv_heads, rows[il], k_head_row) bytes, within mem
+    uint8_t *v[SEAM_MAX_LAYERS];  // (n_kv_heads, rows[il], v_head_row) bytes, within mem
     uint8_t *mem;                 // every layer's keys and values (plan_kv_bytes of all the rows)
     uint64_t bytes;
 } seam_kv_cache;

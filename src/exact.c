@@ -97,30 +97,43 @@ void exact_softmax(float *x, int t0, int t1, int n) {
     for (int t = t0; t < t1; t++) x[t] *= scale;
 }
 
-void exact_attention_values(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim,
-                            int64_t stride, int ring, float *scratch) {
+void exact_attention_values_run(float *acc, const float *w, const seam_f16 *v, int c0, int c1, int t0, int head_dim,
+                                int64_t stride, int ring) {
     // the positions form ggml's dot of length n_kv (a multiple of 64 in
     // llama.cpp's cache): position t feeds accumulator (t / 16) % 4, lane
     // t % 16, in order of t; masked positions add exact zeros
-    float(*acc)[4][16] = (float(*)[4][16])scratch;  // (head_dim, 4, 16)
-    memset(acc, 0, (size_t)head_dim * sizeof *acc);
-    for (int t = t0; t < t1; t++) {
+    float(*a)[4][16] = (float(*)[4][16])acc;  // (head_dim, 4, 16)
+    if (c0 == t0) memset(a, 0, (size_t)head_dim * sizeof *a);
+    for (int t = c0; t < c1; t++) {
         const float p = seam_f16_to_f32(seam_f32_to_f16(w[t]));
         const seam_f16 *row = v + (int64_t)(t % ring) * stride;
         const int j = (t / 16) % 4, l = t % 16;
-        for (int d = 0; d < head_dim; d++) acc[d][j][l] = fmaf(seam_f16_to_f32(row[d]), p, acc[d][j][l]);
+        for (int d = 0; d < head_dim; d++) a[d][j][l] = fmaf(seam_f16_to_f32(row[d]), p, a[d][j][l]);
     }
-    for (int d = 0; d < head_dim; d++) out[d] = (float)(double)reduce_4x16(acc[d]);
 }
 
-void exact_attention_flash(float *out, const float *s, const void *v, uint32_t v_type, size_t v_row, int ring, int t0,
-                           int t1, int head_dim, float *scratch) {
+void exact_attention_values_end(float *out, float *acc, int head_dim) {
+    float(*a)[4][16] = (float(*)[4][16])acc;
+    for (int d = 0; d < head_dim; d++) out[d] = (float)(double)reduce_4x16(a[d]);
+}
+
+void exact_attention_values(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim,
+                            int64_t stride, int ring, float *scratch) {
+    exact_attention_values_run(scratch, w, v, t0, t1, t0, head_dim, stride, ring);
+    exact_attention_values_end(out, scratch, head_dim);
+}
+
+void exact_attention_flash_run(float *state, const float *s, const void *v, uint32_t v_type, size_t v_row, int ring,
+                               int c0, int c1, int t0, int head_dim) {
     const bool f16 = v_type == GGML_TYPE_F16;
-    float *acc = scratch;                                  // (head_dim) VKQ in f32
-    seam_f16 *acc16 = (seam_f16 *)(scratch + head_dim);    // (head_dim) VKQ in f16, over an f16 V
-    for (int d = 0; d < head_dim; d++) acc[d] = 0.0f, acc16[d] = 0;
-    float S = 0.0f, M = -INFINITY;
-    for (int t = t0; t < t1; t++) {
+    float *acc = state + 2;                              // (head_dim) VKQ in f32
+    seam_f16 *acc16 = (seam_f16 *)(state + 2 + head_dim);  // (head_dim) VKQ in f16, over an f16 V
+    if (c0 == t0) {
+        state[0] = -INFINITY, state[1] = 0.0f;
+        for (int d = 0; d < head_dim; d++) acc[d] = 0.0f, acc16[d] = 0;
+    }
+    float M = state[0], S = state[1];
+    for (int t = c0; t < c1; t++) {
         const uint8_t *row = (const uint8_t *)v + (size_t)(t % ring) * v_row;
         float ms = 1.0f, vs = 1.0f;
         if (s[t] > M) {
@@ -150,9 +163,15 @@ void exact_attention_flash(float *out, const float *s, const void *v, uint32_t v
         }
         S = fmaf(S, ms, vs);
     }
-    if (f16)
+    state[0] = M, state[1] = S;
+}
+
+void exact_attention_flash_end(float *out, float *state, uint32_t v_type, int head_dim) {
+    float *acc = state + 2;
+    const seam_f16 *acc16 = (const seam_f16 *)(state + 2 + head_dim);
+    if (v_type == GGML_TYPE_F16)
         for (int d = 0; d < head_dim; d++) acc[d] = seam_f16_to_f32(acc16[d]);
-    const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
+    const float s_inv = state[1] == 0.0f ? 0.0f : 1.0f / state[1];
     for (int d = 0; d < head_dim; d++) out[d] = acc[d] * s_inv;
 }
 

@@ -54,6 +54,13 @@ void exact_softmax(float *x, int t0, int t1, int n);
 // w (t1) f32 probabilities; scratch holds head_dim * 64 floats.
 void exact_attention_values(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim,
                             int64_t stride, int ring, float *scratch);
+// The same in runs of positions, so that several queries can take each run
+// of V rows while it is in cache: _run adds positions [c0, c1) of the
+// query's [t0, t1) to its lanes acc (head_dim * 64 floats; the run starting
+// at t0 clears them first), _end sums the lanes into out.
+void exact_attention_values_run(float *acc, const float *w, const seam_f16 *v, int c0, int c1, int t0, int head_dim,
+                                int64_t stride, int ring);
+void exact_attention_values_end(float *out, float *acc, int head_dim);
 
 // The online softmax and sum of values of llama.cpp's CPU flash attention
 // (ggml_compute_forward_flash_attn_ext_f16_one_chunk, the path every query
@@ -67,10 +74,14 @@ void exact_attention_values(float *out, const float *w, const seam_f16 *v, int t
 // row dequantised first, q * d rounded, then fused into VKQ), and f16 over
 // an f16 V (each step rounded to f16, as ggml_vec_mad_f16 and
 // ggml_vec_scale_f16 store it). v's rows: position t's at v + (t % ring) *
-// v_row bytes, the head's head_dim values of v_type. s (t1) holds the scaled
-// scores, indexed by position; scratch holds 2 * head_dim floats.
-void exact_attention_flash(float *out, const float *s, const void *v, uint32_t v_type, size_t v_row, int ring, int t0,
-                           int t1, int head_dim, float *scratch);
+// v_row bytes, the head's head_dim values of v_type. s holds the scaled
+// scores, indexed by position. In runs, as the values above: _run takes
+// positions [c0, c1) of [t0, t1) into state (flash_state_floats(head_dim):
+// M, S, then VKQ; the run starting at t0 sets it up), _end writes out.
+void exact_attention_flash_run(float *state, const float *s, const void *v, uint32_t v_type, size_t v_row, int ring,
+                               int c0, int c1, int t0, int head_dim);
+void exact_attention_flash_end(float *out, float *state, uint32_t v_type, int head_dim);
+static inline int exact_flash_state_floats(int head_dim) { return 2 + head_dim + (head_dim + 1) / 2; }
 
 // ggml_vec_swiglu_f32 (AVX-512): gate[i] = silu(gate[i]) * up[i], silu from
 // exact_expf in 16-lane chunks and from libm expf in the tail.

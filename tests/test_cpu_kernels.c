@@ -180,9 +180,13 @@ Test(kernels, float_types_bitwise) {
             for (int rep = 0; rep < 20; rep++) check_dot(types[t], lengths[l], &rng);
 }
 
+// The end of a run of `len` positions from c0, within [.., t1).
+static int c1_of(int c0, int len, int t1) { return t1 - c0 < len ? t1 : c0 + len; }
+
 // Attention's value sums: short ranges (lanes left at zero) and long ones,
-// head sizes with and without a tail past the last 8; then the same rows
-// kept in a ring (a sliding layer's cache), which must give the same sums.
+// head sizes with and without a tail past the last 8, taken in runs (as the
+// groups of cpu_attention take them) against the whole range at once; then
+// the same rows kept in a ring (a sliding layer's cache): the same sums.
 Test(kernels, attn_values_bitwise) {
     static const int head_dims[] = {64, 72, 128, 256};
     // the last two pass the fast kernel's chunks of positions (1024)
@@ -203,13 +207,16 @@ Test(kernels, attn_values_bitwise) {
             const int t0 = ranges[r][0], t1 = ranges[r][1];
             for (int t = t0; t < t1; t++)
                 memcpy(ring + (size_t)(t % RING) * stride, v + (size_t)t * stride, sizeof(seam_f16) * stride);
-            sets[0]->attn_values(want, w, v, t0, t1, head_dim, stride, n_pos, scratch);
+            sets[0]->values_run(scratch, w, v, t0, t1, t0, head_dim, stride, n_pos);
+            sets[0]->values_end(want, scratch, head_dim);
             for (int i = 0; i < n_sets; i++)
                 for (int in_ring = 0; in_ring < 2; in_ring++) {
-                    if (i == 0 && !in_ring) continue;
                     for (int k = 0; k < 64 * head_dim; k++) scratch[k] = NAN;  // no reliance on what scratch held
-                    sets[i]->attn_values(got, w, in_ring ? ring : v, t0, t1, head_dim, stride, in_ring ? RING : n_pos,
-                                         scratch);
+                    // in runs of 100 positions (the first may hold fewer than 64)
+                    for (int c0 = t0; c0 < t1; c0 += 100)
+                        sets[i]->values_run(scratch, w, in_ring ? ring : v, c0, c1_of(c0, 100, t1), t0, head_dim, stride,
+                                            in_ring ? RING : n_pos);
+                    sets[i]->values_end(got, scratch, head_dim);
                     for (int d = 0; d < head_dim; d++)
                         cr_assert(test_bits_of(got[d]) == test_bits_of(want[d]),
                                   "attn_values (%s%s) head_dim %d [%d, %d): out[%d] = %.9g, want %.9g", sets[i]->name,
@@ -222,7 +229,7 @@ Test(kernels, attn_values_bitwise) {
 
 // Flash attention's online softmax over f16 and q8_0 values: scores that
 // rise (a new maximum rescales the sums), fall and tie, short and long
-// ranges, rows in a ring.
+// ranges, in runs, rows in a ring.
 Test(kernels, attn_flash_bitwise) {
     static const int head_dims[] = {32, 64, 128, 256};
     static const int ranges[][2] = {{0, 1}, {3, 40}, {5, 200}, {0, 1100}, {900, 2041}};
@@ -247,12 +254,15 @@ Test(kernels, attn_flash_bitwise) {
             for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
                 const int t0 = ranges[r][0], t1 = ranges[r][1];
                 for (int t = t0; t < t1; t++) memcpy(ring + row * (size_t)(t % RING), v + row * t, row);
-                sets[0]->attn_flash(want, s, v, types[ty], row, N_POS, t0, t1, head_dim, scratch);
+                sets[0]->flash_run(scratch, s, v, types[ty], row, N_POS, t0, t1, t0, head_dim);
+                sets[0]->flash_end(want, scratch, types[ty], head_dim);
                 for (int i = 0; i < n_sets; i++)
                     for (int in_ring = 0; in_ring < 2; in_ring++) {
                         for (int k = 0; k < 64 * head_dim; k++) scratch[k] = NAN;
-                        sets[i]->attn_flash(got, s, in_ring ? ring : v, types[ty], row, in_ring ? RING : N_POS, t0, t1,
-                                            head_dim, scratch);
+                        for (int c0 = t0; c0 < t1; c0 += 77)  // in runs of 77 positions
+                            sets[i]->flash_run(scratch, s, in_ring ? ring : v, types[ty], row, in_ring ? RING : N_POS, c0,
+                                               c1_of(c0, 77, t1), t0, head_dim);
+                        sets[i]->flash_end(got, scratch, types[ty], head_dim);
                         for (int d = 0; d < head_dim; d++)
                             cr_assert(test_bits_of(got[d]) == test_bits_of(want[d]),
                                       "attn_flash (%s%s, %s) head_dim %d [%d, %d): out[%d] = %.9g, want %.9g",
@@ -461,7 +471,9 @@ Test(kernels, attention_over_the_pool) {
     for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++)
         for (int ring = n_pos; ring >= 85; ring -= n_pos - 85) {
             cpu_kv kv = {.k_type = types[ty][0], .v_type = types[ty][1], .ring = ring};
+            // a position's heads one after another (the GPU's layout; the engine's is head-major)
             kv.k_row = ggml_row_bytes(kv.k_type, kv_dim), kv.v_row = ggml_row_bytes(kv.v_type, kv_dim);
+            kv.k_head = ggml_row_bytes(kv.k_type, head_dim), kv.v_head = ggml_row_bytes(kv.v_type, head_dim);
             uint8_t *kc = malloc(kv.k_row * ring), *vc = malloc(kv.v_row * ring);
             kv.k = kc, kv.v = vc;
             for (int t = 0; t < n_pos; t++) {  // in a ring, later positions overwrite the first ones
@@ -472,10 +484,9 @@ Test(kernels, attention_over_the_pool) {
                 for (int h = 0; h < n_heads; h++) {
                     const int g = h / (n_heads / n_kv), o = i * q_dim + h * head_dim;
                     cpu_kv head = kv;
-                    head.k += g * ggml_row_bytes(kv.k_type, head_dim);
-                    head.v += g * ggml_row_bytes(kv.v_type, head_dim);
-                    cpu_attention_head(want + o, q + o, &head, t0[i], t1[i], head_dim, 0.125f, scratch,
-                                       scratch + n_pos);
+                    head.k += g * kv.k_head;
+                    head.v += g * kv.v_head;
+                    cpu_attention_head(want + o, q + o, &head, t0[i], t1[i], head_dim, 0.125f, scratch, per_thread);
                 }
             if (ring == n_pos) memcpy(whole, want, sizeof whole);
             cr_assert(memcmp(want, whole, sizeof want) == 0, "K %s, V %s: the ring's attention differs from the whole "

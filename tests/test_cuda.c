@@ -479,13 +479,15 @@ Test(cuda, softmax_matches_reference) {
 // A cache of rows positions on the device and its host copy, of types k, v.
 typedef struct {
     seam_cuda_kv dev;
-    uint8_t *k, *v;  // host: (rows, row bytes)
+    uint8_t *k, *v;  // host: (rows, row bytes), a position's heads one after another, as on the device
     size_t k_row, v_row;
+    int head_dim;
 } test_cache;
 
-static test_cache cache_new(uint32_t k_type, uint32_t v_type, int kv_dim, int rows) {
-    test_cache c = {.dev = {NULL, NULL, k_type, v_type, rows}};
-    c.k_row = ggml_row_bytes(k_type, (uint64_t)kv_dim), c.v_row = ggml_row_bytes(v_type, (uint64_t)kv_dim);
+static test_cache cache_new(uint32_t k_type, uint32_t v_type, int n_kv, int head_dim, int rows) {
+    test_cache c = {.dev = {NULL, NULL, k_type, v_type, rows}, .head_dim = head_dim};
+    const uint64_t kv_dim = (uint64_t)n_kv * head_dim;
+    c.k_row = ggml_row_bytes(k_type, kv_dim), c.v_row = ggml_row_bytes(v_type, kv_dim);
     c.k = calloc((size_t)rows, c.k_row), c.v = calloc((size_t)rows, c.v_row);
     c.dev.k = dev_from(c.k, c.k_row * rows), c.dev.v = dev_from(c.v, c.v_row * rows);
     return c;
@@ -497,7 +499,9 @@ static void cache_free(test_cache *c) {
 }
 
 static cpu_kv cache_view(const test_cache *c) {
-    return (cpu_kv){.k = c->k, .v = c->v, .k_row = c->k_row, .v_row = c->v_row, .k_type = c->dev.k_type,
+    return (cpu_kv){.k = c->k, .v = c->v, .k_row = c->k_row, .v_row = c->v_row,
+                    .k_head = ggml_row_bytes(c->dev.k_type, (uint64_t)c->head_dim),
+                    .v_head = ggml_row_bytes(c->dev.v_type, (uint64_t)c->head_dim), .k_type = c->dev.k_type,
                     .v_type = c->dev.v_type, .ring = c->dev.rows};
 }
 
@@ -511,7 +515,7 @@ Test(cuda, kv_append_writes_one_position) {
                                         {GGML_TYPE_F16, GGML_TYPE_Q8_0}};
     for (size_t ty = 0; ty < sizeof types / sizeof *types; ty++) {
         float *k = random_floats(kv_dim, 1.0f, &rng), *v = random_floats(kv_dim, 1.0f, &rng);
-        test_cache c = cache_new(types[ty][0], types[ty][1], kv_dim, rows);
+        test_cache c = cache_new(types[ty][0], types[ty][1], kv_dim / 128, 128, rows);
         float *dkv[2] = {dev_from(k, sizeof(float) * kv_dim), dev_from(v, sizeof(float) * kv_dim)};
         seam_cuda_step *step = dev_step(0, 7), *bad = dev_step(0, n_ctx);
         OK(seam_cuda_kv_append(NULL, &c.dev, dkv[0], dkv[1], kv_dim, n_ctx, step, &err));
@@ -561,16 +565,17 @@ typedef struct {
 
 static void attention_reference(const att_shape *s, const float *q, const cpu_kv *kv, float *out) {
     const int t1 = s->pos + 1, t0 = s->n_swa > 0 && t1 > s->n_swa ? t1 - s->n_swa : 0;
-    float *att = malloc(sizeof(float) * s->n_ctx), *acc = malloc(sizeof(float) * s->head_dim * 64);
+    const size_t scratch_floats = cpu_attention_scratch_floats(s->n_ctx, s->head_dim);
+    float *scratch = malloc(sizeof(float) * scratch_floats);
     for (int h = 0; h < s->n_heads; h++) {
         const int kvh = h / (s->n_heads / s->n_kv);
         cpu_kv head = *kv;
-        head.k += kvh * ggml_row_bytes(kv->k_type, s->head_dim);
-        head.v += kvh * ggml_row_bytes(kv->v_type, s->head_dim);
+        head.k += kvh * kv->k_head;
+        head.v += kvh * kv->v_head;
         cpu_attention_head(out + h * s->head_dim, q + h * s->head_dim, &head, t0, t1, s->head_dim,
-                           1.0f / sqrtf((float)s->head_dim), att, acc);
+                           1.0f / sqrtf((float)s->head_dim), scratch, scratch_floats);
     }
-    free(att), free(acc);
+    free(scratch);
 }
 
 static void check_attention(const float *got, const float *want, int n, bool flash, const char *what) {
@@ -601,7 +606,7 @@ Test(cuda, attention_matches_reference) {
             const int q_dim = s->n_heads * s->head_dim, kv_dim = s->n_kv * s->head_dim;
             float *q = random_floats(q_dim, 1.0f, &rng), *x = malloc(sizeof(float) * kv_dim);
             float *want = malloc(sizeof(float) * q_dim), *got = malloc(sizeof(float) * q_dim);
-            test_cache c = cache_new(types[ty][0], types[ty][1], kv_dim, s->rows);
+            test_cache c = cache_new(types[ty][0], types[ty][1], s->n_kv, s->head_dim, s->rows);
             for (int t = 0; t <= s->pos; t++) {  // a ring keeps the last rows positions
                 for (int i = 0; i < kv_dim; i++) x[i] = test_rng_normal(&rng);
                 cpu_kv_store(c.dev.k_type, c.k + c.k_row * (t % s->rows), x, kv_dim);
@@ -668,7 +673,7 @@ Test(cuda, graph_replays_with_the_step_buffer) {
     uint64_t rng = 17;
     const att_shape sh = {4, 2, 64, 8, 0, 0, 8};
     const int q_dim = sh.n_heads * sh.head_dim, kv_dim = sh.n_kv * sh.head_dim;
-    test_cache c = cache_new(GGML_TYPE_F16, GGML_TYPE_F16, kv_dim, sh.rows);
+    test_cache c = cache_new(GGML_TYPE_F16, GGML_TYPE_F16, sh.n_kv, sh.head_dim, sh.rows);
     const cpu_kv view = cache_view(&c);
     float *want = malloc(sizeof(float) * q_dim), *in;  // in: q, k, v and the step, pinned
     OK(seam_cuda_host_alloc((void **)&in, sizeof(float) * (q_dim + 2 * kv_dim) + sizeof(seam_cuda_step), &err));

@@ -44,16 +44,21 @@ static inline const float *cpu_q8_0_scales_of(const void *act, int64_t n) {
 }
 
 // An attention head's weighted sum of values, the contract of
-// exact_attention_values (src/exact.h): out (head_dim) = sum over t in
-// [t0, t1) of f16(w[t]) * v[t] (position t's row at v + (t % ring) * stride
-// elements), in llama.cpp's lane order; scratch holds head_dim * 64 floats.
-typedef void (*cpu_attn_values_fn)(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim,
-                                   int64_t stride, int ring, float *scratch);
+// exact_attention_values_run and _end (src/exact.h): in runs of positions
+// [c0, c1) of the query's [t0, t1), out (head_dim) = sum over t of f16(w[t])
+// * v[t] (position t's row at v + (t % ring) * stride elements), in
+// llama.cpp's lane order. acc holds head_dim * 64 floats of the kernel's own
+// layout, which only the same set's _end reads.
+typedef void (*cpu_attn_values_run_fn)(float *acc, const float *w, const seam_f16 *v, int c0, int c1, int t0,
+                                       int head_dim, int64_t stride, int ring);
+typedef void (*cpu_attn_values_end_fn)(float *out, float *acc, int head_dim);
 
-// Flash attention's online softmax and sum of values over the scores
-// s[t0..t1), the contract of exact_attention_flash (src/exact.h).
-typedef void (*cpu_attn_flash_fn)(float *out, const float *s, const void *v, uint32_t v_type, size_t v_row, int ring,
-                                  int t0, int t1, int head_dim, float *scratch);
+// Flash attention's online softmax and sum of values over the scores s, the
+// contract of exact_attention_flash_run and _end (src/exact.h); state holds
+// exact_flash_state_floats(head_dim) floats.
+typedef void (*cpu_attn_flash_run_fn)(float *state, const float *s, const void *v, uint32_t v_type, size_t v_row,
+                                      int ring, int c0, int c1, int t0, int head_dim);
+typedef void (*cpu_attn_flash_end_fn)(float *out, float *state, uint32_t v_type, int head_dim);
 
 // dst[i] = seam_f32_to_f16(src[i]) for i < n (the KV cache, q for the
 // attention dots).
@@ -78,8 +83,10 @@ typedef void (*cpu_rope_fn)(float *v, int rope_dim, const float *cos_t, const fl
 typedef struct {
     const char *name;                 // "avx512", "avx2", "scalar": which set was chosen
     cpu_dot_fn dot[GGML_TYPE_COUNT];  // per weight type; every supported type is set
-    cpu_attn_values_fn attn_values;
-    cpu_attn_flash_fn attn_flash;
+    cpu_attn_values_run_fn values_run;
+    cpu_attn_values_end_fn values_end;
+    cpu_attn_flash_run_fn flash_run;
+    cpu_attn_flash_end_fn flash_end;
     cpu_to_f16_fn to_f16;
     cpu_quantize_q8_K_fn quantize_q8_K;
     cpu_quantize_q8_0_fn quantize_q8_0;
@@ -95,7 +102,8 @@ typedef struct {
 const cpu_kernels *cpu_kernels_get(void);
 
 // Every set this CPU runs, from the scalar one (seam_vec_dot row by row for
-// every type; exact_attention_values, seam_f32_to_f16, the quantisers,
+// every type; exact_attention_values_run/_end and exact_attention_flash_run/
+// _end, seam_f32_to_f16, the quantisers,
 // exact_softmax, exact_swiglu, the scalar rotation) first to the fastest
 // last; returns how many.
 #define CPU_KERNEL_SETS 3

@@ -238,8 +238,8 @@ static void quantize_q8_K(const float *x, block_q8_K *y, int64_t n) {
 }
 
 // ---------------------------------------------------------------------------
-// Attention's weighted sum of values (reference: exact_attention_values in
-// src/exact.c): position t feeds lane t % 16 of accumulator (t / 16) % 4 of
+// Attention's weighted sum of values (reference: exact_attention_values_run
+// and _end in src/exact.c): position t feeds lane t % 16 of accumulator (t / 16) % 4 of
 // every output dimension, in order of t -- 64 lanes per dimension, lane
 // t % 64. Here a lane's positions for 8 dimensions run in one register, so
 // a position costs a load and a fused multiply-add, not a round trip of the
@@ -265,33 +265,38 @@ static inline __attribute__((always_inline)) void lane_values(int nk, float *acc
     for (int k = 0; k < nk; k++) _mm256_storeu_ps(acc + 8 * k, a[k]);
 }
 
-static void attn_values(float *out, const float *w, const seam_f16 *v, int t0, int t1, int head_dim, int64_t stride,
-                        int ring, float *scratch) {
+static void values_run(float *acc, const float *w, const seam_f16 *v, int c0, int c1, int t0, int head_dim,
+                       int64_t stride, int ring) {
     const int vec = head_dim & ~7;
     const size_t hd = (size_t)head_dim;
     float p[ATTN_CHUNK];
-    for (int c0 = t0; c0 < t1; c0 += ATTN_CHUNK) {
-        const int c1 = t1 - c0 < ATTN_CHUNK ? t1 : c0 + ATTN_CHUNK;
-        for (int t = c0; t < c1; t++) p[t - c0] = f16_to_f32(to_f16_1(w[t]));
-        // every lane, also one no position reaches (t1 - t0 < 64), which stays +0
+    for (int k0 = c0; k0 < c1; k0 += ATTN_CHUNK) {
+        const int k1 = c1 - k0 < ATTN_CHUNK ? c1 : k0 + ATTN_CHUNK;
+        for (int t = k0; t < k1; t++) p[t - k0] = f16_to_f32(to_f16_1(w[t]));
+        // every lane, also one no position reaches (fewer than 64 positions
+        // from t0), which the first chunk sets to +0
         for (int lane = 0; lane < 64; lane++) {
-            const int first = c0 + ((lane - c0 % 64) + 64) % 64;
-            float *acc = scratch + (size_t)lane * hd;
-            const bool fresh = c0 == t0;
+            const int first = k0 + ((lane - k0 % 64) + 64) % 64;
+            float *a = acc + (size_t)lane * hd;
+            const bool fresh = k0 == t0;
             int d = 0;
-            for (; d + 64 <= vec; d += 64) lane_values(8, acc + d, fresh, p - c0, v + d, first, c1, stride, ring);
-            for (; d < vec; d += 8) lane_values(1, acc + d, fresh, p - c0, v + d, first, c1, stride, ring);
+            for (; d + 64 <= vec; d += 64) lane_values(8, a + d, fresh, p - k0, v + d, first, k1, stride, ring);
+            for (; d < vec; d += 8) lane_values(1, a + d, fresh, p - k0, v + d, first, k1, stride, ring);
             for (; d < head_dim; d++) {
-                float a = fresh ? 0.0f : acc[d];
-                for (int t = first; t < c1; t += 64)
-                    a = fmaf(f16_to_f32(v[(int64_t)(t % ring) * stride + d]), p[t - c0], a);
-                acc[d] = a;
+                float x = fresh ? 0.0f : a[d];
+                for (int t = first; t < k1; t += 64)
+                    x = fmaf(f16_to_f32(v[(int64_t)(t % ring) * stride + d]), p[t - k0], x);
+                a[d] = x;
             }
         }
     }
-    if (t1 <= t0) memset(scratch, 0, sizeof(float) * 64 * hd);
+}
+
+static void values_end(float *out, float *acc, int head_dim) {
+    const int vec = head_dim & ~7;
+    const size_t hd = (size_t)head_dim;
     // per d: 0 += 2, 1 += 3, 0 += 1 on each of the 16 lanes, then halves, quarters, pairs
-    const float *a = scratch;
+    const float *a = acc;
 #define A(j, l) (a + ((j)*16 + (l)) * hd + d)
     int d = 0;
     for (; d < vec; d += 8) {
@@ -336,15 +341,18 @@ static inline void flash_scale(float *acc, seam_f16 *acc16, bool f16, int n, flo
     }
 }
 
-static void attn_flash(float *out, const float *s, const void *v, uint32_t v_type, size_t v_row, int ring, int t0,
-                       int t1, int head_dim, float *scratch) {
+static void flash_run(float *state, const float *s, const void *v, uint32_t v_type, size_t v_row, int ring, int c0,
+                      int c1, int t0, int head_dim) {
     const bool f16 = v_type == GGML_TYPE_F16;
     const int vec = head_dim & ~7;  // a q8_0 head is whole blocks of 32; an f16 one may have a tail
-    float *acc = scratch;
-    seam_f16 *acc16 = (seam_f16 *)(scratch + head_dim);
-    for (int d = 0; d < head_dim; d++) acc[d] = 0.0f, acc16[d] = 0;
-    float S = 0.0f, M = -INFINITY;
-    for (int t = t0, r = t0 % ring; t < t1; t++, r = r + 1 < ring ? r + 1 : 0) {
+    float *acc = state + 2;
+    seam_f16 *acc16 = (seam_f16 *)(state + 2 + head_dim);
+    if (c0 == t0) {
+        state[0] = -INFINITY, state[1] = 0.0f;
+        for (int d = 0; d < head_dim; d++) acc[d] = 0.0f, acc16[d] = 0;
+    }
+    float M = state[0], S = state[1];
+    for (int t = c0, r = c0 % ring; t < c1; t++, r = r + 1 < ring ? r + 1 : 0) {
         const uint8_t *row = (const uint8_t *)v + (size_t)r * v_row;
         float ms = 1.0f, vs = 1.0f;
         if (s[t] > M) {
@@ -380,9 +388,16 @@ static void attn_flash(float *out, const float *s, const void *v, uint32_t v_typ
         }
         S = fmaf(S, ms, vs);
     }
-    if (f16)
+    state[0] = M, state[1] = S;
+}
+
+static void flash_end(float *out, float *state, uint32_t v_type, int head_dim) {
+    const int vec = head_dim & ~7;
+    float *acc = state + 2;
+    const seam_f16 *acc16 = (const seam_f16 *)(state + 2 + head_dim);
+    if (v_type == GGML_TYPE_F16)
         for (int d = 0; d < head_dim; d++) acc[d] = f16_to_f32(acc16[d]);
-    const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
+    const float s_inv = state[1] == 0.0f ? 0.0f : 1.0f / state[1];
     const __m256 sv = _mm256_set1_ps(s_inv);
     int d = 0;
     for (; d < vec; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), sv));
@@ -507,8 +522,10 @@ void cpu_kernels_fill_avx2(cpu_kernels *k) {
     k->dot[GGML_TYPE_Q8_0] = dot_q8_0;
     k->dot[GGML_TYPE_Q4_K] = dot_q4_K;
     k->dot[GGML_TYPE_Q6_K] = dot_q6_K;
-    k->attn_values = attn_values;
-    k->attn_flash = attn_flash;
+    k->values_run = values_run;
+    k->values_end = values_end;
+    k->flash_run = flash_run;
+    k->flash_end = flash_end;
     k->to_f16 = to_f16;
     k->quantize_q8_K = quantize_q8_K;
     k->quantize_q8_0 = quantize_q8_0;

@@ -72,8 +72,10 @@ static void kernels_init(void) {
     cpu_kernels *k = &sets[n_sets++];
     k->name = "scalar";
     for (int t = 0; t < GGML_TYPE_COUNT; t++) k->dot[t] = dot_rows_ref;
-    k->attn_values = exact_attention_values;
-    k->attn_flash = exact_attention_flash;
+    k->values_run = exact_attention_values_run;
+    k->values_end = exact_attention_values_end;
+    k->flash_run = exact_attention_flash_run;
+    k->flash_end = exact_attention_flash_end;
     k->to_f16 = to_f16_ref;
     k->quantize_q8_K = seam_quantize_row_q8_K;
     k->quantize_q8_0 = seam_quantize_row_q8_0;
@@ -281,88 +283,153 @@ void cpu_kv_store(uint32_t type, void *row, const float *x, int64_t n) {
     else kern->to_f16(row, x, n);
 }
 
-// att[t] = position t's keys . qa (q in K's dot type) for t in [t0, t1): K's
-// dot kernel over each run of rows that lie one after another in the ring.
-static void attention_scores(const cpu_kernels *kern, const cpu_kv *kv, const void *qa, int t0, int t1, int head_dim,
-                             float *att) {
-    for (int t = t0; t < t1;) {
-        const int r = t % kv->ring, run = t1 - t < kv->ring - r ? t1 - t : kv->ring - r;
-        kern->dot[kv->k_type](kv->k_type, kv->k + (size_t)r * kv->k_row, kv->k_row, run, qa, 0, 1, head_dim, att + t,
-                              0);
-        t += run;
+// The attention of a group of queries that share a KV head -- the query
+// heads of a GQA group, and a prompt's tokens -- taken together, so that each
+// run of ATT_RUN K rows (and then V rows) serves every query of the group
+// while it is in cache. Each query's arithmetic is still its own, in its own
+// order (the scores are independent dots, the sums over positions run in
+// order of position), so a group gives each query bitwise what it gives
+// alone.
+#define ATT_GROUP 8   // queries a group takes at most
+#define ATT_RUN 256   // positions a run of rows covers: 64 KiB of a 128-wide f16 head's keys
+
+typedef struct {
+    const float *q;  // (head_dim)
+    float *out;      // (head_dim)
+    int t0, t1;      // the positions it attends over
+} att_query;
+
+// One query's part of a thread's scratch: its scores, indexed by position
+// (n_ctx), its lanes or flash state (64 head_dim), q in K's dot type
+// (head_dim + 16: the q8_0 blocks and their scales fit).
+typedef struct {
+    size_t stride;     // floats a query takes
+    size_t acc, qa;    // where its lanes (or state) and q start
+} att_layout;
+
+static att_layout layout_of(int n_ctx, int head_dim) {
+    const size_t hd = (size_t)head_dim;
+    return (att_layout){.stride = (size_t)n_ctx + 65 * hd + 16, .acc = (size_t)n_ctx, .qa = (size_t)n_ctx + 64 * hd};
+}
+
+size_t cpu_attention_scratch_floats(int n_ctx, int head_dim) { return ATT_GROUP * layout_of(n_ctx, head_dim).stride; }
+
+static void attention_group(const cpu_kernels *kern, const cpu_kv *kv, const att_query *qs, int n, int head_dim,
+                            float scale, float *scratch, att_layout lay) {
+    const bool flash = kv->k_type != GGML_TYPE_F16 || kv->v_type != GGML_TYPE_F16;
+    int t0 = qs[0].t0, t1 = qs[0].t1;  // the union of the queries' positions
+    for (int i = 0; i < n; i++) {
+        t0 = qs[i].t0 < t0 ? qs[i].t0 : t0, t1 = qs[i].t1 > t1 ? qs[i].t1 : t1;
+        // q in K's dot type: rounded to f16, or q8_0 blocks with the scales the tile kernels take
+        float *qa = scratch + i * lay.stride + lay.qa;
+        if (kv->k_type == GGML_TYPE_Q8_0) cpu_quantize_input(GGML_TYPE_Q8_0, qs[i].q, qa, head_dim);
+        else kern->to_f16((seam_f16 *)qa, qs[i].q, head_dim);
     }
+    // Runs of positions, each cut where the ring wraps: the scores of every
+    // query (K's dot kernel, all the group's inputs against the run's rows;
+    // those outside a query's range go unused), and with flash attention its
+    // online softmax over the run's positions in its range
+    for (int c0 = t0; c0 < t1;) {
+        const int r = c0 % kv->ring, room = kv->ring - r < ATT_RUN ? kv->ring - r : ATT_RUN;
+        const int c1 = t1 - c0 < room ? t1 : c0 + room;
+        kern->dot[kv->k_type](kv->k_type, kv->k + (size_t)r * kv->k_row, kv->k_row, c1 - c0, scratch + lay.qa,
+                              lay.stride * sizeof(float), n, head_dim, scratch + c0, (int64_t)lay.stride);
+        for (int i = 0; i < n; i++) {
+            float *att = scratch + i * lay.stride;
+            const int a = c0 > qs[i].t0 ? c0 : qs[i].t0, b = c1 < qs[i].t1 ? c1 : qs[i].t1;
+            for (int t = a; t < b; t++) att[t] *= scale;
+            if (flash && a < b)
+                kern->flash_run(att + lay.acc, att, kv->v, kv->v_type, kv->v_row, kv->ring, a, b, qs[i].t0, head_dim);
+        }
+        c0 = c1;
+    }
+    if (flash) {
+        for (int i = 0; i < n; i++) kern->flash_end(qs[i].out, scratch + i * lay.stride + lay.acc, kv->v_type, head_dim);
+        return;
+    }
+    // softmax of each query's scores, then the values in runs, each run's V
+    // rows serving every query whose range it meets
+    for (int i = 0; i < n; i++) kern->softmax(scratch + i * lay.stride, qs[i].t0, qs[i].t1, (qs[i].t1 + 15) / 16 * 16);
+    const seam_f16 *v = (const seam_f16 *)kv->v;
+    const int64_t v_stride = (int64_t)(kv->v_row / sizeof(seam_f16));
+    for (int c0 = t0; c0 < t1; c0 += ATT_RUN) {
+        const int c1 = t1 - c0 < ATT_RUN ? t1 : c0 + ATT_RUN;
+        for (int i = 0; i < n; i++) {
+            const int a = c0 > qs[i].t0 ? c0 : qs[i].t0, b = c1 < qs[i].t1 ? c1 : qs[i].t1;
+            float *att = scratch + i * lay.stride;
+            if (a < b) kern->values_run(att + lay.acc, att, v, a, b, qs[i].t0, head_dim, v_stride, kv->ring);
+        }
+    }
+    for (int i = 0; i < n; i++) kern->values_end(qs[i].out, scratch + i * lay.stride + lay.acc, head_dim);
 }
 
 void cpu_attention_head(float *out, const float *q, const cpu_kv *kv, int t0, int t1, int head_dim, float scale,
-                        float *att, float *acc) {
-    const cpu_kernels *kern = cpu_kernels_get();
-    // q in K's dot type, in acc until the scores are done: rounded to f16, or
-    // q8_0 blocks with the scales the tile kernels take
-    if (kv->k_type == GGML_TYPE_Q8_0) cpu_quantize_input(GGML_TYPE_Q8_0, q, acc, head_dim);
-    else kern->to_f16((seam_f16 *)acc, q, head_dim);
-    attention_scores(kern, kv, acc, t0, t1, head_dim, att);
-    for (int t = t0; t < t1; t++) att[t] *= scale;
-    if (kv->k_type == GGML_TYPE_F16 && kv->v_type == GGML_TYPE_F16) {
-        kern->softmax(att, t0, t1, (t1 + 15) / 16 * 16);
-        kern->attn_values(out, att, (const seam_f16 *)kv->v, t0, t1, head_dim, (int64_t)(kv->v_row / sizeof(seam_f16)),
-                          kv->ring, acc);
-    } else {
-        kern->attn_flash(out, att, kv->v, kv->v_type, kv->v_row, kv->ring, t0, t1, head_dim, acc);
-    }
+                        float *scratch, size_t scratch_floats) {
+    const att_query one = {q, out, t0, t1};
+    attention_group(cpu_kernels_get(), kv, &one, 1, head_dim, scale, scratch,
+                    layout_of((int)(scratch_floats / ATT_GROUP - 65 * (size_t)head_dim - 16), head_dim));
 }
 
 void cpu_to_f16(seam_f16 *dst, const float *src, int64_t n) {
     cpu_kernels_get()->to_f16(dst, src, n);
 }
 
-size_t cpu_attention_scratch_floats(int n_ctx, int head_dim) {
-    return (size_t)n_ctx + 64 * (size_t)head_dim;
-}
-
 typedef struct {
-    int n;
+    int n;             // query positions
     float *out;
     int64_t out_stride;
     const float *q;
     int64_t q_stride;
     const cpu_kv *kv;
-    size_t k_head, v_head;  // bytes of one head's keys, values
     int n_heads, group, head_dim;
     const int *t0, *t1;
     float scale;
     float *scratch;
     size_t scratch_floats;  // per thread
-    _Atomic int next;       // the next (head, query) pair to take
+    att_layout lay;
+    int per_job, jobs_per_kv;  // queries of a KV head a job takes; jobs of one KV head
+    _Atomic int next;          // the next job to take
 } attention_job;
 
-// (head, query) pairs are taken one at a time, head by head, so that the
-// queries of one KV head (GQA, and a prompt's tokens) follow each other on
-// the cores that read its rows, and a long query (late in a prompt) does
+// Jobs are groups of queries of one KV head: its query heads for a run of
+// positions (head fastest, so that a group's ranges are alike), taken one at
+// a time, KV head by KV head, so that a long group (late in a prompt) does
 // not hold up a thread with a fixed share.
 static void attention_share(void *ctx, int ith, int nth) {
     (void)nth;
     attention_job *j = ctx;
-    float *att = j->scratch + (size_t)ith * j->scratch_floats;
-    float *acc = att + (j->scratch_floats - 64 * (size_t)j->head_dim);
-    for (int k; (k = atomic_fetch_add(&j->next, 1)) < j->n * j->n_heads;) {
-        const int h = k / j->n, i = k % j->n;
-        const int64_t hd = (int64_t)h * j->head_dim;
-        cpu_kv head = *j->kv;  // the KV head's values within each row
-        head.k += (size_t)(h / j->group) * j->k_head;
-        head.v += (size_t)(h / j->group) * j->v_head;
-        cpu_attention_head(j->out + i * j->out_stride + hd, j->q + i * j->q_stride + hd, &head, j->t0[i], j->t1[i],
-                           j->head_dim, j->scale, att, acc);
+    const cpu_kernels *kern = cpu_kernels_get();
+    float *scratch = j->scratch + (size_t)ith * j->scratch_floats;
+    const int n_kv = j->n_heads / j->group, per_kv = j->n * j->group;
+    for (int k; (k = atomic_fetch_add(&j->next, 1)) < n_kv * j->jobs_per_kv;) {
+        const int g = k / j->jobs_per_kv, first = (k % j->jobs_per_kv) * j->per_job;
+        const int count = per_kv - first < j->per_job ? per_kv - first : j->per_job;
+        att_query qs[ATT_GROUP];
+        for (int m = 0; m < count; m++) {
+            const int i = (first + m) / j->group, h = g * j->group + (first + m) % j->group;
+            const int64_t hd = (int64_t)h * j->head_dim;
+            qs[m] = (att_query){j->q + i * j->q_stride + hd, j->out + i * j->out_stride + hd, j->t0[i], j->t1[i]};
+        }
+        cpu_kv head = *j->kv;  // the KV head's keys and values
+        head.k += (size_t)g * head.k_head;
+        head.v += (size_t)g * head.v_head;
+        attention_group(kern, &head, qs, count, j->head_dim, j->scale, scratch, j->lay);
     }
 }
 
 void cpu_attention(seam_pool *pool, int n, float *out, int64_t out_stride, const float *q, int64_t q_stride,
                    const cpu_kv *kv, int n_heads, int n_kv_heads, int head_dim, const int *t0, const int *t1,
                    float scale, float *scratch, size_t scratch_floats) {
+    // queries a job takes: enough jobs for every thread, at most a group's worth
+    const int group = n_heads / n_kv_heads, nth = pool_size(pool), per_kv = n * group;
+    int per_job = (n * n_heads + nth - 1) / nth;
+    per_job = per_job > ATT_GROUP ? ATT_GROUP : per_job;
+    per_job = per_job > per_kv ? per_kv : per_job < 1 ? 1 : per_job;
     attention_job job = {
-        .n = n, .out = out, .out_stride = out_stride, .q = q, .q_stride = q_stride, .kv = kv,
-        .k_head = ggml_row_bytes(kv->k_type, (uint64_t)head_dim), .v_head = ggml_row_bytes(kv->v_type, (uint64_t)head_dim),
-        .n_heads = n_heads, .group = n_heads / n_kv_heads, .head_dim = head_dim, .t0 = t0, .t1 = t1, .scale = scale,
+        .n = n, .out = out, .out_stride = out_stride, .q = q, .q_stride = q_stride, .kv = kv, .n_heads = n_heads, .group = group, .head_dim = head_dim, .t0 = t0, .t1 = t1, .scale = scale,
         .scratch = scratch, .scratch_floats = scratch_floats,
+        .lay = layout_of((int)(scratch_floats / ATT_GROUP - 65 * (size_t)head_dim - 16), head_dim),
+        .per_job = per_job, .jobs_per_kv = (per_kv + per_job - 1) / per_job,
     };
     pool_run(pool, attention_share, &job);
 }

@@ -60,14 +60,17 @@ void cpu_rope_apply(float *q, int n_heads, float *k, int n_kv_heads, int head_di
                     const float *sin_t, bool neox);
 
 // One layer's KV cache as attention reads it (engine.h's seam_kv_cache):
-// position t's keys in the row at k + (t % ring) * k_row bytes, its values
-// at v + (t % ring) * v_row, each row n_kv_heads heads of head_dim values in
-// k_type / v_type (GGML_TYPE_F16 or GGML_TYPE_Q8_0).
+// KV head g's keys for position t at k + g * k_head + (t % ring) * k_row
+// bytes (head_dim values of k_type: GGML_TYPE_F16 or GGML_TYPE_Q8_0), its
+// values likewise. Either layout fits: a head's positions one after another
+// (the engine's: k_row is one head's bytes), or a position's heads one after
+// another (k_head is).
 typedef struct {
     const uint8_t *k, *v;
-    size_t k_row, v_row;
+    size_t k_row, v_row;    // bytes from a position to the next, within a head
+    size_t k_head, v_head;  // bytes from a KV head to the next
     uint32_t k_type, v_type;
-    int ring;  // rows the layer holds: a full layer's n_ctx, or a sliding layer's ring
+    int ring;  // positions the layer holds: a full layer's n_ctx, or a sliding layer's ring
 } cpu_kv;
 
 // The orthonormal Walsh-Hadamard transform of each block of `block` values
@@ -83,27 +86,28 @@ void cpu_fwht(float *x, int64_t n, int block);
 void cpu_kv_store(uint32_t type, void *row, const float *x, int64_t n);
 
 // One query head against the cached keys and values of its KV head (kv's
-// k and v point at that head's values in position 0's row):
+// k and v point at that head's values of position 0):
 //   out (head_dim) = softmax(q . K[t0..t1) * scale) @ V[t0..t1)
-// att (n_ctx) and acc (head_dim * 64) are scratch; att is indexed by
-// position. Two float orders, as llama.cpp's two attentions:
+// scratch holds scratch_floats >= cpu_attention_scratch_floats(t1, head_dim)
+// floats. Two float orders, as llama.cpp's two attentions:
 // - an f16 K and V: llama.cpp without flash attention (cpu/exact.h): q
 //   rounded to f16 for the dot, softmax in f32, the weights rounded to f16
 //   before the sum over V;
 // - a q8_0 K or V: llama.cpp's flash attention (the only one it runs over a
-//   quantised V cache), exact_attention_flash: q converted to K's dot type
-//   (f16, or q8_0 blocks), each score K's dot times scale, then an online
-//   softmax over the positions in order.
+//   quantised V cache), exact_attention_flash_run: q converted to K's dot
+//   type (f16, or q8_0 blocks), each score K's dot times scale, then an
+//   online softmax over the positions in order.
 void cpu_attention_head(float *out, const float *q, const cpu_kv *kv, int t0, int t1, int head_dim, float scale,
-                        float *att, float *acc);
+                        float *scratch, size_t scratch_floats);
 
-// Every query head of n positions (decode: n = 1), the (head, position)
-// pairs shared out over the pool: head h of query i (q + i * q_stride, heads
-// of head_dim floats) attends, as cpu_attention_head, over positions
-// [t0[i], t1[i]) of KV head h / (n_heads / n_kv_heads) of the layer's cache
-// kv; the heads of its output go to out + i * out_stride. scratch holds
-// scratch_floats >= cpu_attention_scratch_floats(max t1, head_dim) floats for
-// each thread of the pool.
+// Every query head of n positions (decode: n = 1): head h of query i (q + i
+// * q_stride, heads of head_dim floats) attends, as cpu_attention_head and
+// bitwise so, over positions [t0[i], t1[i]) of KV head h / (n_heads /
+// n_kv_heads) of the layer's cache kv; the heads of its output go to out + i
+// * out_stride. The queries of one KV head (its query heads, the positions'
+// tokens) go in groups over the pool, each group reading the head's rows
+// once for all its queries. scratch holds scratch_floats >=
+// cpu_attention_scratch_floats(max t1, head_dim) floats for each thread.
 void cpu_attention(seam_pool *pool, int n, float *out, int64_t out_stride, const float *q, int64_t q_stride,
                    const cpu_kv *kv, int n_heads, int n_kv_heads, int head_dim, const int *t0, const int *t1,
                    float scale, float *scratch, size_t scratch_floats);
