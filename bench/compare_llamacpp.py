@@ -21,6 +21,27 @@ the bytes one token reads, to put seam's decode speed as a % of bandwidth.
 Before each measurement it waits (up to --quiet-wait s) for the CPUs to be
 idle, and it reports how busy they were. Medians and ratios go to stdout and,
 with --out, to a markdown file with the machine, the date and the commands.
+
+Depth sweeps (llama-bench's -d: decode after DEPTH tokens are in the KV
+cache), for each cache type:
+
+  compare_llamacpp.py MODEL --depths 0,4096,8192 --cache-types f16,q8_0
+      [--engines seam,llama:repack+fa,...] [--tg 32] [--reps 3] --raw RAW.jsonl
+  compare_llamacpp.py --report RAW.jsonl [--out RESULTS.md]
+
+Each engine runs in one process per cache type that fills its cache in
+ascending order of the depths (each fill continuing the last, untimed) and
+at each depth measures tg (TG tokens, once to warm up, then REPS times):
+seam through `seam bench -d`, whose repetitions decode the same positions
+again; llama.cpp through llama-cpp-python, whose repetitions follow each
+other (depth + k TG positions: a few tokens deeper), its cache cut back to
+the depth afterwards. llama.cpp's configurations are repacked weights on or
+off and flash attention on or off; a quantised V cache needs flash
+attention, so q8_0 runs only with it. Every process appends its records to
+RAW (one JSON object a line: engine, cache, depth, tok/s samples, the KV
+bytes one token reads, the resident set), so a long sweep runs as several
+short calls; --report turns the records into tables (medians, seam against
+llama.cpp's best configuration at each depth).
 """
 import argparse
 import datetime
@@ -89,6 +110,73 @@ if pp:
     t = time.perf_counter()
     decode([1 + i % 1000 for i in range(pp)], 0)
     print(f"pp {pp / (time.perf_counter() - t):.3f}", flush=True)
+'''
+
+
+# The llama.cpp side of a depth sweep, run as `python -c LLAMA_DEPTH_RUNNER
+# MODEL THREADS REPACK FA CACHE TG REPS DEPTHS`: prints "tg DEPTH tok/s" per
+# repetition and "rss DEPTH bytes" (the resident set's growth since before
+# the model was loaded) after each depth.
+LLAMA_DEPTH_RUNNER = r'''
+import sys, time
+import llama_cpp as L
+path, threads, repack, fa, cache = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1", sys.argv[5]
+tg, reps, depths = int(sys.argv[6]), int(sys.argv[7]), sorted(int(d) for d in sys.argv[8].split(","))
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+base = rss()
+@L.llama_log_callback
+def quiet(level, text, user_data):
+    pass
+L.llama_backend_init()
+L.llama_log_set(quiet, None)
+mp = L.llama_model_default_params()
+mp.n_gpu_layers = 0
+mp.use_extra_bufts = repack
+mp.use_mmap = True
+model = L.llama_model_load_from_file(path.encode(), mp)
+n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
+n_batch = 512
+cp = L.llama_context_default_params()
+cp.n_ctx = depths[-1] + (reps + 1) * tg + 16
+cp.n_batch = n_batch
+cp.n_ubatch = n_batch
+cp.n_threads = threads
+cp.n_threads_batch = threads
+cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if fa else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+cp.type_k = cp.type_v = {"f16": 1, "q8_0": 8}[cache]
+ctx = L.llama_init_from_model(model, cp)
+if not ctx:
+    sys.exit("llama.cpp could not create the context")
+batch = L.llama_batch_init(n_batch, 0, 1)
+def decode(tokens, pos0):
+    batch.n_tokens = len(tokens)
+    for i, t in enumerate(tokens):
+        batch.token[i] = t
+        batch.pos[i] = pos0 + i
+        batch.n_seq_id[i] = 1
+        batch.seq_id[i][0] = 0
+        batch.logits[i] = i == len(tokens) - 1
+    if L.llama_decode(ctx, batch) != 0:
+        sys.exit("llama_decode failed")
+mem = L.llama_get_memory(ctx)
+filled = 0
+for depth in depths:
+    while filled < depth:
+        n = min(n_batch, depth - filled)
+        decode([(1 + filled + i) % n_vocab for i in range(n)], filled)
+        filled += n
+    pos = depth
+    for r in range(reps + 1):  # r = 0: the warm-up
+        t = time.perf_counter()
+        for i in range(tg):
+            decode([(100 + i) % n_vocab], pos + i)
+        if r:
+            print(f"tg {depth} {tg / (time.perf_counter() - t):.4f}", flush=True)
+        pos += tg
+    print(f"rss {depth} {rss() - base}", flush=True)
+    L.llama_memory_seq_rm(mem, 0, depth, -1)
 '''
 
 
@@ -176,9 +264,104 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+# llama.cpp's configurations in a depth sweep: (repacked weights, flash attention).
+LLAMA_CONFIGS = {"llama:repack+fa": (True, True), "llama:plain+fa": (False, True), "llama:repack": (True, False),
+                 "llama:plain": (False, False)}
+
+
+def engines_for(cache, wanted):
+    """The engines to run for a cache type: wanted ones, or seam and every llama.cpp configuration it allows
+    (a quantised V cache only with flash attention)."""
+    names = wanted or ["seam"] + list(LLAMA_CONFIGS)
+    return [n for n in names if n == "seam" or cache == "f16" or LLAMA_CONFIGS[n][1]]
+
+
+def depth_sweep(a):
+    """One process per (cache type, engine), each filling to every depth in turn; records appended to a.raw."""
+    depths = ",".join(str(d) for d in sorted(int(x) for x in a.depths.split(",")))
+    for cache in a.cache_types.split(","):
+        for engine in engines_for(cache, a.engines.split(",") if a.engines else None):
+            started = time.time()
+            busy = wait_quiet(a.quiet_wait)
+            records = []
+            if engine == "seam":
+                rc, out = run([a.seam, "bench", "-m", a.model, "-t", str(a.threads), "-p", "0", "-n", str(a.tg),
+                               "-d", depths, "-r", str(a.reps), "-ctk", cache, "-ctv", cache, "-o", "json"],
+                              timeout=6 * 3600)
+                if rc:
+                    raise RuntimeError(f"seam bench failed ({rc}):\n{out[-2000:]}")
+                for r in json.loads(out[out.index("["):out.rindex("]") + 1]):
+                    records.append({"depth": r["n_depth"], "samples": r["samples_ts"], "kv_bytes": r["kv_bytes"],
+                                    "weight_bytes": r["weight_bytes"], "rss": r["host_bytes"],
+                                    "rss_predicted": r["host_predicted"]})
+            else:
+                repack, fa = LLAMA_CONFIGS[engine]
+                rc, out = run([sys.executable, "-c", LLAMA_DEPTH_RUNNER, a.model, str(a.threads), str(int(repack)),
+                               str(int(fa)), cache, str(a.tg), str(a.reps), depths], timeout=6 * 3600)
+                if rc:
+                    raise RuntimeError(f"{engine} failed ({rc}):\n{out[-2000:]}")
+                by_depth = {}
+                for kind, depth, value in re.findall(r"^(tg|rss) (\d+) ([\d.]+)$", out, re.M):
+                    rec = by_depth.setdefault(int(depth), {"depth": int(depth), "samples": []})
+                    if kind == "tg":
+                        rec["samples"].append(float(value))
+                    else:
+                        rec["rss"] = int(value)
+                records = list(by_depth.values())
+            with open(a.raw, "a") as f:
+                for rec in records:
+                    rec.update({"model": a.model, "engine": engine, "cache": cache, "tg": a.tg, "threads": a.threads,
+                                "date": datetime.date.today().isoformat(), "busy_before": round(busy, 3)})
+                    f.write(json.dumps(rec) + "\n")
+            for rec in records:
+                print(f"{os.path.basename(a.model)} {cache} {engine:17s} d{rec['depth']:<6d} tg{a.tg} "
+                      + " ".join(f"{x:.2f}" for x in rec["samples"]) + " tok/s", flush=True)
+            print(f"({engine}, {cache}: {time.time() - started:.0f} s)", flush=True)
+
+
+def depth_report(raw_paths):
+    """Markdown tables from the records of depth sweeps: per model and cache type, a row per depth."""
+    recs = []
+    for path in raw_paths:
+        with open(path) as f:
+            recs += [json.loads(line) for line in f if line.strip()]
+    lines = []
+    for model in sorted({r["model"] for r in recs}):
+        for cache in ("f16", "q8_0"):
+            rows = [r for r in recs if r["model"] == model and r["cache"] == cache]
+            if not rows:
+                continue
+            engines = sorted({r["engine"] for r in rows}, key=lambda e: (e != "seam", e))
+            llamas = [e for e in engines if e != "seam"]
+            lines.append(f"### {os.path.basename(model)}, KV cache {cache} (K and V)")
+            lines.append("")
+            lines.append("| depth | weights MiB/t | KV MiB/t | " + " | ".join(f"{e} tok/s" for e in engines)
+                         + " | seam / best llama.cpp | seam GB/s | seam memory MiB (predicted, error) "
+                         + "| llama.cpp memory MiB (best) |")
+            lines.append("|---:" * (3 + len(engines)) + "|---:|---:|---:|---:|")
+            for depth in sorted({r["depth"] for r in rows}):
+                at = {r["engine"]: r for r in rows if r["depth"] == depth}
+                medians = {e: med(at[e]["samples"]) if e in at else float("nan") for e in engines}
+                seam = at.get("seam", {})
+                best = max(llamas, key=lambda e: medians[e] if medians[e] == medians[e] else -1) if llamas else None
+                ratio = medians.get("seam", float("nan")) / medians[best] if best else float("nan")
+                w, kv = seam.get("weight_bytes", float("nan")), seam.get("kv_bytes", float("nan"))
+                gbs = medians.get("seam", float("nan")) * (w + kv) / 1e9
+                mem = (f"{seam['rss'] / 2**20:.0f} ({seam['rss_predicted'] / 2**20:.0f}, "
+                       f"{100 * (seam['rss'] - seam['rss_predicted']) / seam['rss_predicted']:+.1f}%)"
+                       if "rss" in seam else "-")
+                lmem = f"{at[best]['rss'] / 2**20:.0f}" if best and "rss" in at.get(best, {}) else "-"
+                runs = " | ".join(f"{medians[e]:.2f} ({' '.join(f'{x:.1f}' for x in at[e]['samples'])})"
+                                  if e in at else "-" for e in engines)
+                lines.append(f"| {depth} | {w / 2**20:.1f} | {kv / 2**20:.1f} | {runs} | {ratio:.2f}x "
+                             f"({best.split(':')[1] if best else '-'}) | {gbs:.1f} | {mem} | {lmem} |")
+            lines.append("")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model")
+    ap.add_argument("model", nargs="?")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--tg", type=int, default=128)
@@ -187,7 +370,26 @@ def main():
     ap.add_argument("--no-extra", action="store_true", help="skip llama.cpp with repacked weights")
     ap.add_argument("--quiet-wait", type=float, default=60, help="seconds to wait for idle CPUs per measurement")
     ap.add_argument("--out", help="write the results as markdown here")
+    ap.add_argument("--depths", help="a depth sweep at these depths (comma-separated) instead of pp/tg")
+    ap.add_argument("--cache-types", default="f16", help="depth sweep: KV cache types, comma-separated")
+    ap.add_argument("--engines", help="depth sweep: seam and/or " + ", ".join(LLAMA_CONFIGS) + " [all]")
+    ap.add_argument("--raw", help="depth sweep: append the records here (JSON lines)")
+    ap.add_argument("--report", nargs="+", help="tables from the records of depth sweeps (RAW files)")
     a = ap.parse_args()
+    if a.report:
+        report = depth_report(a.report)
+        print(report)
+        if a.out:
+            with open(a.out, "a") as f:
+                f.write(report + "\n")
+        return
+    if not a.model:
+        ap.error("give a MODEL (or --report RAW)")
+    if a.depths:
+        if not a.raw:
+            ap.error("--depths needs --raw FILE for the records")
+        depth_sweep(a)
+        return
 
     variants = [("seam", None), ("llama.cpp", False)] + ([] if a.no_extra else [("llama.cpp repack", True)])
     res = {name: {"tg": [], "pp": [], "busy": [], "error": None} for name, _ in variants}
