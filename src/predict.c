@@ -75,10 +75,6 @@ typedef struct {
 
 static double hw_get(const hw_profile *hw, hw_key k, double def) { return hw->set[k] ? hw->v[k] : def; }
 
-// Positions layer il attends over at this fill (a sliding layer: its window).
-static int attended(const seam_config *c, int il, int fill) {
-    return c->layer_swa[il] && c->n_swa > 0 && fill > c->n_swa ? c->n_swa : fill;
-}
 
 // The CPU's matvecs over r, per type: weights that fit the cache at the
 // dot kernels' own speed (their blocks and their rows) on the threads;
@@ -100,7 +96,7 @@ static double cpu_weights_us(const ctx *x, const reads *r) {
 
 static double cpu_attention_us(const ctx *x, int il, int fill) {
     const seam_config *c = x->c;
-    const int n = attended(c, il, fill);
+    const int n = plan_kv_visible(c, il, fill - 1);
     const double mem = n * x->kv_per_pos / x->cpu_gbs;
     const double attn = hw_get(x->hw, HW_CPU_ATTN_GBS, 0);
     const int lanes = x->threads < c->n_heads ? x->threads : c->n_heads;
@@ -120,7 +116,7 @@ static double calls_us(const ctx *x, int calls) {
 }
 
 static double gpu_layer_us(const ctx *x, uint64_t weight_bytes, double weight_gbs, int il, int fill) {
-    const double kv = attended(x->c, il, fill) * x->kv_per_pos;
+    const double kv = plan_kv_visible(x->c, il, fill - 1) * x->kv_per_pos;
     const int kernels = (int)hw_get(x->hw, HW_GPU_KERNELS_PER_LAYER, predict_layer_kernels(x->c));
     return 1e-3 * (weight_bytes / weight_gbs + kv / x->gpu_gbs) + kernels * x->hw->v[HW_GPU_KERNEL_US];
 }
@@ -185,12 +181,12 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
     // head, the KV cache at this fill): do they stay in its last cache?
     uint64_t cpu_set = p->head == DEV_CPU ? m->w.output.n_bytes : 0;
     for (int il = computed; il < L; il++) cpu_set += model_layer_bytes(m, il);
-    cpu_set += (uint64_t)((double)engine_kv_bytes(c, fill) / L * (L - computed));
+    for (int il = computed; il < L; il++) cpu_set += plan_kv_bytes(c, p->cache, plan_kv_rows(c, p->cache, il, fill));
     bool streams = false;
     for (int t = 0; t < GGML_TYPE_COUNT; t++) streams |= hw->cpu_stream_gbs[t] > 0;
     const ctx x = {.hw = hw, .c = c, .threads = n_threads, .cpu_gbs = cpu_gbs, .streams = streams,
                    .gpu_gbs = hw->v[HW_GPU_PEAK_GBS] * hw->v[HW_GPU_EFFICIENCY],
-                   .kv_per_pos = (double)engine_kv_bytes(c, 1) / L,
+                   .kv_per_pos = (double)plan_kv_bytes(c, p->cache, 1),
                    .in_cache = hw->set[HW_CPU_LLC_MIB] && cpu_set <= hw->v[HW_CPU_LLC_MIB] * 1048576.0};
 
     const uint64_t hidden = (uint64_t)c->n_embd * sizeof(float);
@@ -257,7 +253,7 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         const uint64_t bytes = total(&r.shared) + total(&r.experts);
         const double us = cpu_weights_us(&x, &r.shared) + cpu_weights_us(&x, &r.experts) + cpu_attention_us(&x, il, fill) +
                           calls_us(&x, layer_jobs(c));
-        extend(&cpu, il, bytes + (uint64_t)(attended(c, il, fill) * x.kv_per_pos), us);
+        extend(&cpu, il, bytes + (uint64_t)(plan_kv_visible(c, il, fill - 1) * x.kv_per_pos), us);
     }
     flush(pr, &cpu, LANE_CPU, PART_CPU_LAYERS, "layers");
     reads head = {{0}, {0}};

@@ -64,19 +64,23 @@ double cpu_speed_attention(int head_dim) {
     const int HD = head_dim < MAX_HD ? head_dim : MAX_HD;
     const size_t n = (size_t)LAYERS * POS * HD;
     seam_f16 *k = malloc(sizeof(seam_f16) * n), *v = malloc(sizeof(seam_f16) * n);
-    float *scratch = malloc(sizeof(float) * cpu_attention_scratch_floats(POS, HD)), q[MAX_HD], out[MAX_HD];
+    const size_t scratch_floats = cpu_attention_scratch_floats(POS, HD);
+    float *scratch = malloc(sizeof(float) * scratch_floats), q[MAX_HD], out[MAX_HD];
     if (!k || !v || !scratch) return free(k), free(v), free(scratch), 0;
     uint64_t s = 7;
     for (size_t i = 0; i < n; i++) k[i] = seam_f32_to_f16(uniform(&s)), v[i] = seam_f32_to_f16(uniform(&s));
     for (int i = 0; i < HD; i++) q[i] = uniform(&s);
-    float *att = scratch, *acc = scratch + POS;
     const double bytes = 2.0 * (double)n * sizeof(seam_f16);
     double best = 0;
     for (int run = 0; run < 9; run++) {
         const double t = thread_seconds();
         for (int l = 0; l < LAYERS; l++) {
             const size_t off = (size_t)l * POS * HD;
-            cpu_attention_head(out, q, k + off, v + off, 0, POS, HD, HD, 0.088f, att, acc);
+            const cpu_kv kv = {.k = (const uint8_t *)(k + off), .v = (const uint8_t *)(v + off),
+                               .k_row = HD * sizeof(seam_f16), .v_row = HD * sizeof(seam_f16),
+                               .k_head = (size_t)POS * HD * sizeof(seam_f16), .v_head = (size_t)POS * HD * sizeof(seam_f16),
+                               .k_type = GGML_TYPE_F16, .v_type = GGML_TYPE_F16, .ring = POS};
+            cpu_attention_head(out, q, &kv, 0, POS, HD, 0.088f, scratch, scratch_floats);
         }
         const double g = bytes / (thread_seconds() - t) / 1e9;
         best = g > best ? g : best;
