@@ -188,7 +188,7 @@ static void bench_attention(int pos) {
     CHECK(seam_cuda_graph_begin(stream, &err));
     for (int l = 0; l < n_layers; l++) {
         const seam_cuda_kv cache = {kv[2 * l], kv[2 * l + 1], GGML_TYPE_F16, GGML_TYPE_F16, N_CTX};
-        CHECK(seam_cuda_attention(stream, out, q, &cache, N_HEADS, N_KV, HEAD_DIM, N_CTX, 0, 0.088f, step, &err));
+        CHECK(seam_cuda_attention(stream, out, q, &cache, N_HEADS, N_KV, HEAD_DIM, N_CTX, 0, 0.088f, NULL, step, &err));
     }
     CHECK(seam_cuda_graph_end(stream, &g, &err));
     char what[64];

@@ -3,9 +3,10 @@
 // the softmax of rows (block_softmax, cuda_common.cuh, which MoE routing
 // shares).
 //
-// The caches are the engine's layout (engine.h's seam_kv_cache): per layer a
-// row per position it holds (a sliding layer: a ring), each row the kv_dim =
-// n_kv_heads * head_dim values of a position in f16 or q8_0 blocks.
+// The device caches (seam_cuda_kv): per layer a row per position it holds (a
+// sliding layer: a ring), each row the kv_dim = n_kv_heads * head_dim values
+// of a position in f16 or q8_0 blocks -- not the host cache's head-major
+// order (engine.h), which the device never copies.
 #include <math.h>
 
 #include "cuda_common.cuh"
@@ -116,7 +117,8 @@ extern "C" int seam_cuda_fwht(seam_cuda_stream *s, float *x, int n, int block, s
 //   2. scores: group g takes positions g, g + n_groups, ...; lane dot
 //      (f16: float products of f16 values; q8_0: an integer sum times the two
 //      scales), group shuffle sum, times scale, into shared memory.
-//   3. block softmax of the scores in place.
+//   3. block softmax of the scores in place (in shared memory, or where
+//      they pass it, in the caller's global scores buffer, L2-resident).
 //   4. out: each group sums weight x value rows of its positions into 8
 //      floats a lane, the groups' partials meet in shared memory and are
 //      summed in group order. An f16 cache's weights are rounded to f16 (as
@@ -205,11 +207,12 @@ __global__ __launch_bounds__(ATT_THREADS) void attention_kernel(float *__restric
                                                                 const uint8_t *__restrict__ kc,
                                                                 const uint8_t *__restrict__ vc, int group,
                                                                 int head_dim, int kv_dim, int n_ctx, int rows,
-                                                                int n_swa, float scale,
+                                                                int n_swa, float scale, float *__restrict__ scores,
                                                                 const seam_cuda_step *__restrict__ step) {
-    extern __shared__ float att[];           // (t1 - t0) scores, then weights
+    extern __shared__ float att_shared[];
     __shared__ float part[8 * ATT_THREADS];  // (n_groups, head_dim) partial outputs: at most (ATT_THREADS / G) * 8G
     const int h = blockIdx.x, tid = threadIdx.x;
+    float *att = scores ? scores + (size_t)h * n_ctx : att_shared;  // (t1 - t0) scores, then weights
     float *o = out + (size_t)h * head_dim;
     const int pos = step->pos;
     if (pos < 0 || pos >= n_ctx) {  // the host checks pos; a bad one shows as NaN
@@ -296,7 +299,7 @@ __global__ __launch_bounds__(ATT_THREADS) void attention_kernel(float *__restric
 }
 
 typedef void (*attention_fn)(float *, const float *, const uint8_t *, const uint8_t *, int, int, int, int, int, int,
-                             float, const seam_cuda_step *);
+                             float, float *, const seam_cuda_step *);
 
 // The kernel for K's and V's types: [K is q8_0][V is q8_0].
 static const attention_fn attention_kernels[2][2] = {
@@ -319,7 +322,7 @@ int attention_init(int device, seam_error *e) {
 }
 
 extern "C" int seam_cuda_attention(seam_cuda_stream *s, float *out, const float *q, const seam_cuda_kv *kv, int n_heads,
-                                   int n_kv_heads, int head_dim, int n_ctx, int n_swa, float scale,
+                                   int n_kv_heads, int head_dim, int n_ctx, int n_swa, float scale, float *scores,
                                    const seam_cuda_step *step, seam_error *e) {
     if (!out || !q || !kv || !kv->k || !kv->v || !step) return seam_fail(e, "attention: NULL device pointer");
     if (!cache_type_ok(kv->k_type) || !cache_type_ok(kv->v_type))
@@ -338,12 +341,13 @@ extern "C" int seam_cuda_attention(seam_cuda_stream *s, float *out, const float 
         return seam_fail(e, "attention: a cache of %d rows cannot hold the %d positions a token sees", kv->rows, window);
     if (att_max_dynamic_smem < 0) return seam_fail(e, "attention: call seam_cuda_init first");
     const size_t smem = (size_t)window * sizeof(float);
-    if (smem > (size_t)att_max_dynamic_smem)
-        return seam_fail(e, "attention: the scores of %d positions need %zu bytes of shared memory, the device has %d "
-                         "(lower the context)", window, smem, att_max_dynamic_smem);
-    attention_kernels[k8][v8]<<<n_heads, ATT_THREADS, smem, stream_of(s)>>>(
+    const bool shared = smem <= (size_t)att_max_dynamic_smem;
+    if (!shared && !scores)
+        return seam_fail(e, "attention: the scores of %d positions need %zu bytes, past the %d of shared memory, and "
+                         "no scores buffer was given", window, smem, att_max_dynamic_smem);
+    attention_kernels[k8][v8]<<<n_heads, ATT_THREADS, shared ? smem : 0, stream_of(s)>>>(
         out, q, (const uint8_t *)kv->k, (const uint8_t *)kv->v, n_heads / n_kv_heads, head_dim, n_kv_heads * head_dim,
-        n_ctx, kv->rows, n_swa, scale, step);
+        n_ctx, kv->rows, n_swa, scale, shared ? NULL : scores, step);
     CUDA_LAUNCHED(e, "attention_kernel");
     return 0;
 }

@@ -200,11 +200,13 @@ int seam_cuda_softcap(seam_cuda_stream *s, float *x, float cap, int n, seam_erro
 // Each of rows vectors of n, in place, as cpu_softmax (the sum in double).
 int seam_cuda_softmax(seam_cuda_stream *s, float *x, int rows, int n, seam_error *e);
 
-// One layer's KV cache on the device, laid out as engine.h's seam_kv_cache:
-// position t in row t % rows (a sliding layer keeps a ring, the others
-// rows = n_ctx); a row holds kv_dim = n_kv_heads * head_dim values of k_type
-// / v_type: GGML_TYPE_F16, or GGML_TYPE_Q8_0 blocks of 32 (a head holds
-// whole blocks).
+// One layer's KV cache on the device, its bytes and rows as the plan counts
+// them (plan_kv_rows, plan_kv_bytes): position t in row t % rows (a sliding
+// layer keeps a ring, the others rows = n_ctx); a row holds kv_dim =
+// n_kv_heads * head_dim values of k_type / v_type: GGML_TYPE_F16, or
+// GGML_TYPE_Q8_0 blocks of 32 (a head holds whole blocks). Position-major,
+// unlike the host cache (engine.h keeps a head's positions together): the
+// device cache is never copied to or from the host's.
 typedef struct {
     void *k, *v;
     uint32_t k_type, v_type;
@@ -228,12 +230,13 @@ int seam_cuda_fwht(seam_cuda_stream *s, float *x, int n, int block, seam_error *
 // without flash attention (the weights rounded to f16), a q8_0 one its
 // flash attention; the sums run in the GPU's order (a tolerance, not bit
 // equality). q, out: (n_heads, head_dim). head_dim a multiple of 8 (32 with
-// a q8_0 cache), at most 256; the scores of up to min(n_ctx, n_swa)
-// positions live in shared memory, which bounds n_ctx (about 55k positions
-// on an H100/H200, 23k on sm_86/89).
+// a q8_0 cache), at most 256. The scores of up to min(n_ctx, n_swa)
+// positions live in shared memory where they fit (about 55k positions on an
+// H100/H200, 23k on sm_86/89), else in scores: device scratch of (n_heads,
+// n_ctx) floats, which may be NULL only when they fit.
 int seam_cuda_attention(seam_cuda_stream *s, float *out, const float *q, const seam_cuda_kv *kv, int n_heads,
-                        int n_kv_heads, int head_dim, int n_ctx, int n_swa, float scale, const seam_cuda_step *step,
-                        seam_error *e);
+                        int n_kv_heads, int head_dim, int n_ctx, int n_swa, float scale, float *scores,
+                        const seam_cuda_step *step, seam_error *e);
 
 // ---------------------------------------------------------------- mixture of experts
 

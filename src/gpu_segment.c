@@ -87,6 +87,7 @@ struct gpu_segment {
     float *logits_dev;        // (n_vocab) when head
     float *logits_pinned;     // (n_vocab) pinned, when head: the logits crossing the bus, handed to the engine
     float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;  // device activations, shapes as engine.h's
+    float *scores;            // (n_heads, n_ctx) attention scores past the shared memory (gpu_activation_bytes)
     float *router, *moe;      // (n_expert) router logits; (n_embd) the experts' weighted sum (MoE)
     int32_t *chosen;          // (n_expert_used) the experts the router picked, by rank (MoE)
     float *weights;           // (n_expert_used) their renormalised weights (MoE)
@@ -243,6 +244,7 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
          dev_alloc(g, (void **)&g->v, (size_t)kv_dim * 4, "activations", e) ||
          dev_alloc(g, (void **)&g->hb, (size_t)hidden * 4, "activations", e) ||
          dev_alloc(g, (void **)&g->hb2, (size_t)hidden * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->scores, (size_t)c->n_heads * n_ctx * 4, "attention scores", e) ||
          dev_alloc(g, &g->scratch, seam_cuda_matvec_scratch_bytes(cols.scratch), "quantised activations", e);
     if (c->n_expert)
         rc = rc || dev_alloc(g, (void **)&g->router, (size_t)c->n_expert * 4, "the router's logits", e) ||
@@ -369,7 +371,7 @@ static int layer_forward(gpu_segment *g, int il, seam_error *e) {
     if (g->rot_v && seam_cuda_fwht(s, g->v, kv_dim, g->rot_v, e)) return -1;
     if (seam_cuda_kv_append(s, &L->kv, g->k, g->v, kv_dim, g->n_ctx, g->step, e) ||
         seam_cuda_attention(s, g->xb, g->q, &L->kv, c->n_heads, c->n_kv_heads, c->head_dim, g->n_ctx,
-                            swa ? c->n_swa : 0, c->kq_scale, g->step, e) ||
+                            swa ? c->n_swa : 0, c->kq_scale, g->scores, g->step, e) ||
         (g->rot_v && seam_cuda_fwht(s, g->xb, q_dim, g->rot_v, e)) || matvec(g, &l->wo, g->xb, g->xb2, e))
         return -1;
     if (c->post_norms && seam_cuda_rmsnorm(s, g->xb2, g->xb2, l->attn_post_norm.data, 1, c->n_embd, c->rms_eps, e))

@@ -183,14 +183,14 @@ Test(cuda, launchers_reject_bad_arguments) {
     cr_assert_eq(seam_cuda_kv_append(NULL, &q8, f, f, 48, 16, st, &e), -1);  // not whole q8_0 blocks
     cr_assert_eq(seam_cuda_kv_append(NULL, &q4, f, f, 64, 16, st, &e), -1);
     cr_assert(strstr(e.msg, "f16 or q8_0"), "%s", e.msg);
-    cr_assert_eq(seam_cuda_attention(NULL, f, f, &kv, 8, 3, 64, 16, 0, 1.0f, st, &e), -1);
+    cr_assert_eq(seam_cuda_attention(NULL, f, f, &kv, 8, 3, 64, 16, 0, 1.0f, NULL, st, &e), -1);
     cr_assert(strstr(e.msg, "evenly"), "%s", e.msg);
-    cr_assert_eq(seam_cuda_attention(NULL, f, f, &kv, 8, 2, 60, 16, 0, 1.0f, st, &e), -1);
-    cr_assert_eq(seam_cuda_attention(NULL, f, f, &kv, 8, 2, 512, 16, 0, 1.0f, st, &e), -1);
+    cr_assert_eq(seam_cuda_attention(NULL, f, f, &kv, 8, 2, 60, 16, 0, 1.0f, NULL, st, &e), -1);
+    cr_assert_eq(seam_cuda_attention(NULL, f, f, &kv, 8, 2, 512, 16, 0, 1.0f, NULL, st, &e), -1);
     cr_assert(strstr(e.msg, "head_dim"), "%s", e.msg);
-    cr_assert_eq(seam_cuda_attention(NULL, f, f, &q8, 8, 2, 40, 16, 0, 1.0f, st, &e), -1);
+    cr_assert_eq(seam_cuda_attention(NULL, f, f, &q8, 8, 2, 40, 16, 0, 1.0f, NULL, st, &e), -1);
     cr_assert(strstr(e.msg, "head_dim"), "%s", e.msg);
-    cr_assert_eq(seam_cuda_attention(NULL, f, f, &ring, 8, 2, 64, 16, 12, 1.0f, st, &e), -1);  // 8 rows, window 12
+    cr_assert_eq(seam_cuda_attention(NULL, f, f, &ring, 8, 2, 64, 16, 12, 1.0f, NULL, st, &e), -1);  // 8 rows, window 12
     cr_assert(strstr(e.msg, "rows"), "%s", e.msg);
     cr_assert_eq(seam_cuda_fwht(NULL, f, 96, 48, &e), -1);
     cr_assert_eq(seam_cuda_fwht(NULL, f, 100, 64, &e), -1);
@@ -595,6 +595,7 @@ Test(cuda, attention_matches_reference) {
         {4, 1, 256, 700, 512, 300, 608},  // ... before the window fills
         {6, 3, 64, 50, 0, 0, 50},         // the first token
         {2, 2, 80, 40, 0, 33, 40},        // head_dim 80: lanes past the head's chunks idle (f16 only)
+        {2, 1, 64, 70000, 0, 69999, 70000},  // scores past any device's shared memory (227 KiB): in global scratch
     };
     static const uint32_t types[][2] = {{GGML_TYPE_F16, GGML_TYPE_F16}, {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0},
                                         {GGML_TYPE_F16, GGML_TYPE_Q8_0}, {GGML_TYPE_Q8_0, GGML_TYPE_F16}};
@@ -618,9 +619,16 @@ Test(cuda, attention_matches_reference) {
             const cpu_kv view = cache_view(&c);
             attention_reference(s, q, &view, want);
             float *dq = dev_from(q, sizeof(float) * q_dim), *dout = dev_alloc(sizeof(float) * q_dim);
+            float *scores = dev_alloc(sizeof(float) * s->n_heads * s->n_ctx);
             seam_cuda_step *step = dev_step(0, s->pos);
+            if (s->n_ctx > 65536) {  // past the shared memory, scratch is needed
+                seam_error e = {{0}};
+                cr_assert_eq(seam_cuda_attention(NULL, dout, dq, &c.dev, s->n_heads, s->n_kv, s->head_dim, s->n_ctx,
+                                                 s->n_swa, 1.0f, NULL, step, &e), -1);
+                cr_assert(strstr(e.msg, "scores buffer"), "%s", e.msg);
+            }
             OK(seam_cuda_attention(NULL, dout, dq, &c.dev, s->n_heads, s->n_kv, s->head_dim, s->n_ctx, s->n_swa,
-                                   1.0f / sqrtf((float)s->head_dim), step, &err));
+                                   1.0f / sqrtf((float)s->head_dim), scores, step, &err));
             to_host(got, dout, sizeof(float) * q_dim);
             char what[96];
             snprintf(what, sizeof what, "shape %zu, K %s, V %s", sc, ggml_type_name(types[ty][0]),
@@ -629,10 +637,10 @@ Test(cuda, attention_matches_reference) {
             seam_cuda_free(step);
             step = dev_step(0, s->n_ctx);  // past the cache: NaN
             OK(seam_cuda_attention(NULL, dout, dq, &c.dev, s->n_heads, s->n_kv, s->head_dim, s->n_ctx, s->n_swa, 1.0f,
-                                   step, &err));
+                                   scores, step, &err));
             to_host(got, dout, sizeof(float) * q_dim);
             for (int i = 0; i < q_dim; i++) cr_assert(isnan(got[i]), "bad position left %g", got[i]);
-            seam_cuda_free(dq), seam_cuda_free(dout), seam_cuda_free(step);
+            seam_cuda_free(dq), seam_cuda_free(dout), seam_cuda_free(scores), seam_cuda_free(step);
             cache_free(&c);
             free(q), free(x), free(want), free(got);
         }
@@ -692,7 +700,7 @@ Test(cuda, graph_replays_with_the_step_buffer) {
     OK(seam_cuda_event_record(e0, s, &err));
     OK(seam_cuda_kv_append(s, &c.dev, din + q_dim, din + q_dim + kv_dim, kv_dim, sh.n_ctx, step, &err));
     OK(seam_cuda_attention(s, dout, din, &c.dev, sh.n_heads, sh.n_kv, sh.head_dim, sh.n_ctx, 0,
-                           1.0f / sqrtf((float)sh.head_dim), step, &err));
+                           1.0f / sqrtf((float)sh.head_dim), NULL, step, &err));
     OK(seam_cuda_event_record(e1, s, &err));
     OK(seam_cuda_graph_end(s, &g, &err));
     for (int pos = 0; pos < 6; pos++) {
