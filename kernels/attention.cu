@@ -207,7 +207,7 @@ __global__ __launch_bounds__(ATT_THREADS) void attention_kernel(float *__restric
                                                                 const uint8_t *__restrict__ kc,
                                                                 const uint8_t *__restrict__ vc, int group,
                                                                 int head_dim, int kv_dim, int n_ctx, int rows,
-                                                                int n_swa, float scale, float *__restrict__ scores,
+                                                                int n_swa, float scale, float *scores,
                                                                 const seam_cuda_step *__restrict__ step) {
     extern __shared__ float att_shared[];
     __shared__ float part[8 * ATT_THREADS];  // (n_groups, head_dim) partial outputs: at most (ATT_THREADS / G) * 8G

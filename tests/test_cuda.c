@@ -510,12 +510,12 @@ static cpu_kv cache_view(const test_cache *c) {
 Test(cuda, kv_append_writes_one_position) {
     require_device();
     uint64_t rng = 15;
-    const int kv_dim = 256, n_ctx = 10, rows = 6;
+    const int kv_dim = 5 * 64, n_ctx = 10, rows = 6;  // 5 KV heads: the launch's last block part idle
     static const uint32_t types[][2] = {{GGML_TYPE_F16, GGML_TYPE_F16}, {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0},
                                         {GGML_TYPE_F16, GGML_TYPE_Q8_0}};
     for (size_t ty = 0; ty < sizeof types / sizeof *types; ty++) {
         float *k = random_floats(kv_dim, 1.0f, &rng), *v = random_floats(kv_dim, 1.0f, &rng);
-        test_cache c = cache_new(types[ty][0], types[ty][1], kv_dim / 128, 128, rows);
+        test_cache c = cache_new(types[ty][0], types[ty][1], kv_dim / 64, 64, rows);
         float *dkv[2] = {dev_from(k, sizeof(float) * kv_dim), dev_from(v, sizeof(float) * kv_dim)};
         seam_cuda_step *step = dev_step(0, 7), *bad = dev_step(0, n_ctx);
         OK(seam_cuda_kv_append(NULL, &c.dev, dkv[0], dkv[1], kv_dim, n_ctx, step, &err));
@@ -595,6 +595,7 @@ Test(cuda, attention_matches_reference) {
         {4, 1, 256, 700, 512, 300, 608},  // ... before the window fills
         {6, 3, 64, 50, 0, 0, 50},         // the first token
         {2, 2, 80, 40, 0, 33, 40},        // head_dim 80: lanes past the head's chunks idle (f16 only)
+        {4, 2, 96, 64, 0, 63, 64},        // head_dim 96: 3 q8_0 blocks a head, an idle quad of lanes
         {2, 1, 64, 70000, 0, 69999, 70000},  // scores past any device's shared memory (227 KiB): in global scratch
     };
     static const uint32_t types[][2] = {{GGML_TYPE_F16, GGML_TYPE_F16}, {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0},
