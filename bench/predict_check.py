@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """predict_check.py -- seam plan's predicted decode speed against seam bench on
 this machine (CPU only): each configuration predicted (`seam plan --hw this`,
-which measures the machine first) and then measured (`seam bench`), the two
-back to back so that they see the same machine, over several rounds.
+which measures the machine) and then measured (`seam bench`), close together
+so that they see the same machine, over several rounds. A round measures the
+profile first, --profile-runs times per thread count, and predicts every
+model from each key's median (one probe run moves with the machine as much
+as the tolerance).
 
   python3 bench/predict_check.py run -m MODEL -t 1,2 --fill 512 --rounds 1 --out R.json   (appends)
   python3 bench/predict_check.py report R.json
 
-A tgN run decodes positions 0..N-1, so its tokens attend over (N+1)/2
-positions on average, and the prediction is linear in the fill: --fill F
-measures tg(2F-1) against the prediction at fill F. Run each round under
-/work/bin/seam-quiet.
+Each measurement decodes --gen tokens after the cache already holds
+FILL - GEN/2 positions (`seam bench -d`), so its tokens attend over FILL
+positions on average, and the prediction (linear in the fill) is made at
+FILL. Run each round under /work/bin/seam-quiet.
 """
 import argparse
 import json
@@ -21,21 +24,45 @@ import sys
 import time
 
 
+def measure_profile(seam, model, threads, times, path):
+    """`seam plan --hw this` measured `times` times on `threads` threads, each
+    key's median written to `path` as a hardware profile: one probe run is as
+    noisy as the machine, and every prediction of a round uses this one."""
+    runs = []
+    for _ in range(times):
+        plan = subprocess.run([seam, "plan", "-m", model, "-ngl", "0", "--hw", "this", "-t", threads, "-c", "1"],
+                              capture_output=True, text=True, check=True)
+        lines = plan.stderr.split("measured now:\n", 1)[1].splitlines()
+        runs.append({k.strip(): float(v.split("#")[0]) for k, v in (line.split("=", 1) for line in lines
+                                                                      if "=" in line and not line.startswith("name"))})
+    when = time.strftime("%Y-%m-%d %H:%M")
+    with open(path, "w") as f:
+        f.write(f"name = this-median\n")
+        for key in runs[0]:
+            f.write(f"{key} = {statistics.median(r[key] for r in runs):.6g}  # measured: {when}, median of {times} "
+                    f"runs of seam plan --hw this -t {threads}\n")
+    return {key: statistics.median(r[key] for r in runs) for key in ("cpu_read_gbs", "cpu_read_gbs_1")}
+
+
 def run(args):
     rows = json.load(open(args.out)) if os.path.exists(args.out) else []
-    n_gen = 2 * args.fill - 1
+    depth = args.fill - args.gen // 2
+    if depth < 0:
+        sys.exit("predict_check: --fill must be at least half of --gen")
     for _ in range(args.rounds):
-        for model in args.model:
-            for t in args.threads.split(","):
-                plan = subprocess.run([args.seam, "plan", "-m", model, "-ngl", "0", "--hw", "this", "-t", t, "-c",
+        for t in args.threads.split(","):
+            hw = os.path.join(os.path.dirname(os.path.abspath(args.out)), f".predict-this-t{t}.hw")
+            profile = measure_profile(args.seam, args.model[0], t, args.profile_runs, hw)
+            for model in args.model:
+                plan = subprocess.run([args.seam, "plan", "-m", model, "-ngl", "0", "--hw", hw, "-t", t, "-c",
                                        str(args.fill), "--json", "-"], capture_output=True, text=True, check=True)
                 pred = json.loads(plan.stdout)["predictions"][0]
-                profile = [line for line in plan.stderr.splitlines() if line.startswith("cpu_read_gbs")]
-                bench = subprocess.run([args.seam, "bench", "-m", model, "-p", "0", "-n", str(n_gen), "-t", t, "-r",
-                                        str(args.reps), "-o", "json"], capture_output=True, text=True, check=True)
+                bench = subprocess.run([args.seam, "bench", "-m", model, "-p", "0", "-n", str(args.gen), "-d", str(depth),
+                                        "-t", t, "-r", str(args.reps), "-o", "json"], capture_output=True, text=True,
+                                       check=True)
                 meas = json.loads(bench.stdout)[0]
-                row = {"model": os.path.basename(model), "threads": int(t), "fill": args.fill, "n_gen": n_gen,
-                       "predicted": pred["tok_s"], "measured": statistics.median(meas["samples_ts"]),
+                row = {"model": os.path.basename(model), "threads": int(t), "fill": args.fill, "n_gen": args.gen,
+                       "depth": depth, "predicted": pred["tok_s"], "measured": statistics.median(meas["samples_ts"]),
                        "samples": meas["samples_ts"], "profile": profile, "when": time.strftime("%Y-%m-%d %H:%M")}
                 rows.append(row)
                 print(f"{row['model']} t={t} fill={args.fill}: predicted {row['predicted']:.1f}, measured "
@@ -63,8 +90,10 @@ def main():
     r.add_argument("-m", "--model", action="append", required=True)
     r.add_argument("-t", "--threads", default="1,2")
     r.add_argument("--fill", type=int, default=512)
+    r.add_argument("--gen", type=int, default=64, help="tokens decoded per measured run")
     r.add_argument("--rounds", type=int, default=1)
-    r.add_argument("--reps", type=int, default=2)
+    r.add_argument("--profile-runs", type=int, default=3, help="probe runs whose medians make a round's profile")
+    r.add_argument("--reps", type=int, default=3)
     r.add_argument("--seam", default="build/seam")
     r.add_argument("--out", required=True)
     p = sub.add_parser("report")
