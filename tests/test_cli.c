@@ -231,7 +231,8 @@ Test(cli, context_overflow_is_an_error, .timeout = 120) {
 
 // The context: at least one token, at most the model's trained context
 // (the micro model's is 64), which is also the default when it is below 512;
-// a q8_0 cache needs heads of whole blocks of 32 (the micro model's are 8).
+// a q8_0 cache needs heads of whole blocks of 32 (the micro model's are 8);
+// a cache type seam does not have is named as such.
 Test(cli, context_and_cache_limits, .timeout = 120) {
     expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-c", "65"), "trained");
     expect_failure(ARGS("plan", "-m", MODEL, "-c", "1000"), "at most -c 64");
@@ -239,6 +240,9 @@ Test(cli, context_and_cache_limits, .timeout = 120) {
     expect_success(ARGS("run", "-m", MODEL, "-p", "hi", "-c", "64", "-n", "2"));
     expect_success(ARGS("run", "-m", MODEL, "-p", "hi", "-n", "2"));  // the default: 512, lowered to 64
     expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ctk", "q8_0"), "multiple of 32");
+    expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ctv", "q4_0"), "f16 or q8_0");
+    expect_failure(ARGS("plan", "-m", MODEL, "-ctk"), "f16 or q8_0");
+    expect_failure(ARGS("bench", "-m", MODEL, "-ctk", "f16,q4_0"), "f16, q8_0");
     expect_failure(ARGS("bench", "-m", MODEL, "-p", "65", "-n", "0"), "trained");
 }
 
