@@ -343,7 +343,8 @@ def depth_report(raw_paths):
                 at = {r["engine"]: r for r in rows if r["depth"] == depth}
                 medians = {e: med(at[e]["samples"]) if e in at else float("nan") for e in engines}
                 seam = at.get("seam", {})
-                best = max(llamas, key=lambda e: medians[e] if medians[e] == medians[e] else -1) if llamas else None
+                here = [e for e in llamas if e in at]  # the configurations measured at this depth
+                best = max(here, key=lambda e: medians[e]) if here else None
                 ratio = medians.get("seam", float("nan")) / medians[best] if best else float("nan")
                 w, kv = seam.get("weight_bytes", float("nan")), seam.get("kv_bytes", float("nan"))
                 gbs = medians.get("seam", float("nan")) * (w + kv) / 1e9
@@ -353,8 +354,8 @@ def depth_report(raw_paths):
                 lmem = f"{at[best]['rss'] / 2**20:.0f}" if best and "rss" in at.get(best, {}) else "-"
                 runs = " | ".join(f"{medians[e]:.2f} ({' '.join(f'{x:.1f}' for x in at[e]['samples'])})"
                                   if e in at else "-" for e in engines)
-                lines.append(f"| {depth} | {w / 2**20:.1f} | {kv / 2**20:.1f} | {runs} | {ratio:.2f}x "
-                             f"({best.split(':')[1] if best else '-'}) | {gbs:.1f} | {mem} | {lmem} |")
+                vs = f"{ratio:.2f}x ({best.split(':')[1]})" if best else "-"
+                lines.append(f"| {depth} | {w / 2**20:.1f} | {kv / 2**20:.1f} | {runs} | {vs} | {gbs:.1f} | {mem} | {lmem} |")
             lines.append("")
     return "\n".join(lines)
 
