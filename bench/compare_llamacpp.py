@@ -10,11 +10,14 @@ of a shared machine hits every contender alike):
   pp  prompt: PP tokens, tokens/s (llama.cpp: one batch; seam: its prefill)
 for seam (`seam bench`, one warm-up and one measured run of each test) and
 for llama.cpp through llama-cpp-python's low-level API (the reference venv
-that tools/setup-reference.sh builds: run this script with its Python),
-with weight repacking off (use_extra_bufts=False: llama.cpp's plain
-path, the arithmetic seam mirrors) and on (True: repacked weights, AMX where
-present). Each llama.cpp run is its own process, so a crash (the repacking
-path has died with SIGILL on some VMs) is recorded, not fatal.
+that tools/setup-reference.sh builds: run this script with its Python) in
+four configurations: weight repacking off (use_extra_bufts=False: llama.cpp's
+plain path, the arithmetic seam mirrors) or on (True: repacked weights, AMX
+where present), each with flash attention off or on (flash_attn_type). Each
+llama.cpp run is its own process, so a crash (the repacking path has died
+with SIGILL on some VMs) is recorded, not fatal. The ratios at the end are
+against the best configuration of each test: what a user who tried all four
+would run.
 
 It also runs seam-membw for the read bandwidth and reads `seam inspect` for
 the bytes one token reads, to put seam's decode speed as a % of bandwidth.
@@ -57,12 +60,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# The llama.cpp side, run as `python -c LLAMA_RUNNER MODEL THREADS EXTRA TG PP`:
+# The llama.cpp side, run as `python -c LLAMA_RUNNER MODEL THREADS EXTRA FLASH TG PP`:
 # prints "tg <tok/s>" and "pp <tok/s>".
 LLAMA_RUNNER = r'''
 import sys, time
 import llama_cpp as L
-path, threads, extra, tg, pp = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4]), int(sys.argv[5])
+path, threads, extra, flash = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1"
+tg, pp = int(sys.argv[5]), int(sys.argv[6])
 @L.llama_log_callback
 def quiet(level, text, user_data):
     pass
@@ -80,7 +84,7 @@ cp.n_batch = n_batch
 cp.n_ubatch = n_batch
 cp.n_threads = threads
 cp.n_threads_batch = threads
-cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
 cp.type_k = 1
 cp.type_v = 1
 ctx = L.llama_init_from_model(model, cp)
@@ -220,9 +224,11 @@ def seam_bench(seam, model, threads, tg, pp):
     return {("tg" if r["n_gen"] else "pp"): r["avg_ts"] for r in rows}
 
 
-def llama(model, threads, extra, tg, pp):
-    """{'tg': tok/s, 'pp': tok/s} or {'error': text}."""
-    rc, out = run([sys.executable, "-c", LLAMA_RUNNER, model, str(threads), "1" if extra else "0", str(tg), str(pp)])
+def llama(model, threads, config, tg, pp):
+    """{'tg': tok/s, 'pp': tok/s} or {'error': text}; config: (repacked weights, flash attention)."""
+    extra, flash = config
+    rc, out = run([sys.executable, "-c", LLAMA_RUNNER, model, str(threads), "1" if extra else "0",
+                   "1" if flash else "0", str(tg), str(pp)])
     if rc:
         sig = f"signal {-rc}" if rc < 0 else f"exit {rc}"
         if rc == -4:
@@ -369,6 +375,7 @@ def main():
     ap.add_argument("--pp", type=int, default=512, help="0 skips the prompt measurement")
     ap.add_argument("--seam", default=os.path.join(ROOT, "build", "seam"))
     ap.add_argument("--no-extra", action="store_true", help="skip llama.cpp with repacked weights")
+    ap.add_argument("--no-flash", action="store_true", help="skip llama.cpp with flash attention")
     ap.add_argument("--quiet-wait", type=float, default=60, help="seconds to wait for idle CPUs per measurement")
     ap.add_argument("--out", help="write the results as markdown here")
     ap.add_argument("--depths", help="a depth sweep at these depths (comma-separated) instead of pp/tg")
@@ -392,31 +399,30 @@ def main():
         depth_sweep(a)
         return
 
-    variants = [("seam", None), ("llama.cpp", False)] + ([] if a.no_extra else [("llama.cpp repack", True)])
+    # llama.cpp's configurations: (repacked weights, flash attention)
+    variants = [("seam", None)] + [
+        ("llama.cpp" + (" repack" if extra else "") + (" flash" if flash else ""), (extra, flash))
+        for extra in [False] + ([] if a.no_extra else [True]) for flash in [False] + ([] if a.no_flash else [True])]
     res = {name: {"tg": [], "pp": [], "busy": [], "error": None} for name, _ in variants}
+    tests = [t for t, n in (("tg", a.tg), ("pp", a.pp)) if n]
     for rep in range(a.reps):
         order = variants if rep % 2 == 0 else variants[::-1]
-        for name, extra in order:
+        for name, config in order:
             r = res[name]
             if r["error"]:
                 continue
             r["busy"].append(wait_quiet(a.quiet_wait))
-            if extra is None:
+            if config is None:
                 out = seam_bench(a.seam, a.model, a.threads, a.tg, a.pp)
-                r["tg"].append(out["tg"])
-                if a.pp:
-                    r["pp"].append(out["pp"])
             else:
-                out = llama(a.model, a.threads, extra, a.tg, a.pp)
+                out = llama(a.model, a.threads, config, a.tg, a.pp)
                 if "error" in out:
                     r["error"] = out["error"]
                     continue
-                r["tg"].append(out["tg"])
-                if a.pp:
-                    r["pp"].append(out["pp"])
-            print(f"rep {rep + 1}/{a.reps} {name:17s} tg {r['tg'][-1]:7.2f} tok/s"
-                  + (f"  pp {r['pp'][-1]:7.2f} tok/s" if a.pp else "") + f"  (CPUs {100 * r['busy'][-1]:.0f}% busy before)",
-                  flush=True)
+            for test in tests:
+                r[test].append(out[test])
+            print(f"rep {rep + 1}/{a.reps} {name:22s}" + "".join(f" {t} {r[t][-1]:7.2f} tok/s" for t in tests)
+                  + f"  (CPUs {100 * r['busy'][-1]:.0f}% busy before)", flush=True)
 
     wait_quiet(a.quiet_wait)
     bw_rows, bw_text = membw(a.threads)
@@ -447,6 +453,13 @@ def main():
         pp_txt = f"{pp_med:.1f}" if a.pp else "-"
         lines.append(f"| {name} | {tg_med:.2f} | {runs} | {pp_txt} | {pp_runs} | {tg_med * per_token / 1e9:.2f} "
                      f"| {ratio:.3f} | {pp_ratio:.3f} |")
+    lines.append("")
+    for test, n in (("tg", a.tg), ("pp", a.pp)):
+        meds = {name: med(res[name][test]) for name, config in variants if config and res[name][test]}
+        if test in tests and meds:
+            best = max(meds, key=meds.get)
+            lines.append(f"{test}{n}: seam {med(res['seam'][test]):.1f} tok/s, best llama.cpp {best} {meds[best]:.1f} "
+                         f"tok/s: seam / best = {med(res['seam'][test]) / meds[best]:.3f}")
     lines.append("")
     lines.append(f"read bandwidth ({a.threads} threads, seam-membw, median of 9): {read_bw[0]:.1f} GB/s plain loop"
                  + (f", {read_pf[0]:.1f} GB/s with software prefetch" if ("read+pf", a.threads) in bw_rows else ""))

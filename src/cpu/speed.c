@@ -27,6 +27,23 @@ static uint64_t splitmix(uint64_t *s) {
 
 static float uniform(uint64_t *s) { return (float)((int64_t)(splitmix(s) >> 40) - (1 << 23)) / (1 << 23); }
 
+// Real-looking blocks: 16 rows quantised from random floats (x: cols
+// floats of scratch), repeated; then n_act inputs quantised from random
+// floats, cpu_matvec_scratch_bytes(cols) apart.
+static void random_rows_inputs(uint32_t type, int64_t cols, int rows, uint8_t *w, int n_act, uint8_t *act, float *x,
+                               uint64_t *s) {
+    const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)cols);
+    for (int r = 0; r < 16 && r < rows; r++) {
+        for (int64_t i = 0; i < cols; i++) x[i] = uniform(s);
+        seam_quantize_weights(type, x, w + (uint64_t)r * row_bytes, cols);
+    }
+    for (int r = 16; r < rows; r++) memcpy(w + (uint64_t)r * row_bytes, w + (uint64_t)(r % 16) * row_bytes, row_bytes);
+    for (int j = 0; j < n_act; j++) {
+        for (int64_t i = 0; i < cols; i++) x[i] = uniform(s);
+        cpu_quantize_input(seam_vec_dot_type(type), x, act + (size_t)j * cpu_matvec_scratch_bytes(cols), cols);
+    }
+}
+
 int cpu_speed_dot(uint32_t type, int64_t cols, int rows, const cpu_kernels *const *sets, int n_sets, double *gbs) {
     const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)cols), bytes = row_bytes * (uint64_t)rows;
     uint8_t *w = malloc(bytes);
@@ -34,14 +51,7 @@ int cpu_speed_dot(uint32_t type, int64_t cols, int rows, const cpu_kernels *cons
     float *out = malloc(sizeof(float) * (size_t)rows), *x = malloc(sizeof(float) * (size_t)cols);
     if (!w || !act || !out || !x) return free(w), free(act), free(out), free(x), -1;
     uint64_t s = 42;
-    // real-looking blocks: 16 rows quantised from random floats, repeated
-    for (int r = 0; r < 16 && r < rows; r++) {
-        for (int64_t i = 0; i < cols; i++) x[i] = uniform(&s);
-        seam_quantize_weights(type, x, w + (uint64_t)r * row_bytes, cols);
-    }
-    for (int r = 16; r < rows; r++) memcpy(w + (uint64_t)r * row_bytes, w + (uint64_t)(r % 16) * row_bytes, row_bytes);
-    for (int64_t i = 0; i < cols; i++) x[i] = uniform(&s);
-    cpu_quantize_input(seam_vec_dot_type(type), x, act, cols);
+    random_rows_inputs(type, cols, rows, w, 1, act, x, &s);
     // the best of RUNS short runs per set, the sets taking turns, so that the
     // quiet moments of a shared machine are found and fall on every set alike
     const int iters = bytes < (1u << 20) ? (int)((4u << 20) / bytes) + 1 : 4;  // runs of a few MiB
@@ -55,6 +65,25 @@ int cpu_speed_dot(uint32_t type, int64_t cols, int rows, const cpu_kernels *cons
         }
     free(w), free(act), free(out), free(x);
     return 0;
+}
+
+double cpu_speed_batch(uint32_t type, int64_t cols, int rows, int n_act) {
+    const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)cols), stride = cpu_matvec_scratch_bytes(cols);
+    uint8_t *w = malloc(row_bytes * (uint64_t)rows), *act = malloc(stride * (uint64_t)n_act);
+    float *out = malloc(sizeof(float) * (size_t)rows * (size_t)n_act), *x = malloc(sizeof(float) * (size_t)cols);
+    if (!w || !act || !out || !x) return free(w), free(act), free(out), free(x), -1;
+    uint64_t s = 43;
+    random_rows_inputs(type, cols, rows, w, n_act, act, x, &s);
+    const cpu_kernels *k = cpu_kernels_get();
+    double best = 0;
+    for (int run = 0; run < 15; run++) {
+        const double t = thread_seconds();
+        k->dot[type](type, w, row_bytes, rows, act, stride, n_act, cols, out, rows);
+        const double g = (double)rows * (double)cols * n_act / (thread_seconds() - t) / 1e9;
+        best = g > best ? g : best;
+    }
+    free(w), free(act), free(out), free(x);
+    return best;
 }
 
 double cpu_speed_attention(int head_dim) {

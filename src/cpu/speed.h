@@ -20,6 +20,11 @@
 // sets reaches (gbs[n_sets]), the sets taking turns. -1 when out of memory.
 int cpu_speed_dot(uint32_t type, int64_t cols, int rows, const cpu_kernels *const *sets, int n_sets, double *gbs);
 
+// The same matrix against a prefill batch of n_act inputs through the
+// chosen set's dot (its tiles): G multiply-adds per second, the best of 15
+// runs; -1 when out of memory.
+double cpu_speed_batch(uint32_t type, int64_t cols, int rows, int n_act);
+
 // cpu_matvec over `bytes` of rows of 1024 weights of `type` (far larger than
 // the caches), one call per MiB of rows, on the pool's threads: GB/s of
 // weight bytes streamed from memory through the kernels, the median of 5
