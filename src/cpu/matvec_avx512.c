@@ -1,11 +1,12 @@
 // matvec_avx512.c — the quantised dots with AVX-512 VL + VNNI (compiled with
 // -mavx512f -mavx512bw -mavx512vl -mavx512vnni; reached only after a run-time
 // feature check): the tiles of simd_x86.h with cores of VNNI instructions
-// on 256-bit registers, whose 32 registers also hold a tile's six inputs
+// on 256-bit registers for decode and the 32-wide types, and the K types'
+// prefill tiles below, whose 32 registers hold eight inputs' accumulators
 // next to a block's quants and scales. The other kernels are the AVX2 set's.
 //
 // Measured on a 2-core Zen 4 (bench/results): 23 GB/s per core in cache for
-// Q4_K decode (AVX2: 19) and ~77-84 G multiply-adds/s per core in prefill
+// Q4_K decode (AVX2: 19) and 86-90 G multiply-adds/s per core in prefill
 // tiles (AVX2: 57-66); decode on 2 threads reads 29 GB/s, 89% of the
 // machine's read bandwidth.
 #include <stddef.h>
@@ -32,8 +33,217 @@ static inline __attribute__((always_inline)) void k_core_vnni(int nb, const __m2
             lanes[j] = _mm256_dpwssd_epi32(lanes[j], both, s[k]);
         }
 }
-KTILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_vnni, true, 6)
-KTILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_vnni, true, 6)
+KTILE_KERNEL(dot_q4_K_one, q4k_dots_tile, k_core_vnni, true, 1)
+KTILE_KERNEL(dot_q6_K_one, q6k_dots_tile, k_core_vnni, true, 1)
+
+// ---------------------------------------------------------------------------
+// The K types against a prefill batch: tiles of up to KTILE inputs.
+//
+// The integer core above spends, per pair of runs, a shift and a blend to
+// put two runs' lanes side by side for one dpwssd. Here the pairing comes
+// from the data layout instead: a run pair's weights and activations are
+// interleaved four bytes at a time (unpacklo/unpackhi_epi32 of the two
+// runs), so that one dpbusd leaves lane 2k with run A's group and lane 2k + 1
+// with run B's, and packs_epi32 of two such products puts each group's
+// (A, B) sums in the two words of one int32 lane, in the reference's lane
+// order: 2 dpbusd + 1 pack + 1 dpwssd per run pair. The activations are
+// interleaved once per tile (ktile_prep), the weights once per row and block
+// for all the tile's inputs, and what depends only on the inputs (their d,
+// Q4_K's sub-block sums) is laid out for vector loads. The float steps are
+// the reference's, lane for lane.
+//
+// Measured on the 2-core Zen 4 (one core, 96 inputs, rows in L2): Q4_K 86-88
+// G multiply-adds/s against 80-82 with the shared tiles six wide, Q6_K 94
+// against 82; the multiplies, two pipes shared with the float steps, are
+// now the bound (12 of the 14 per input and block are the integer core's).
+// One input keeps the shared tile, which decodes faster (23 GB/s in cache
+// against 18: no tile to prepare, no interleave to pay per row).
+#define KTILE 8
+
+typedef struct {
+    int8_t qs[KTILE][QK_K];        // input j's quants, 64 at a time (runs 2c, 2c + 1) interleaved by 4 bytes
+    float d[KTILE];                // input j's d
+    float d_pair[KTILE / 2][8];    // Q4_K: d of inputs 2p and 2p + 1, four times each
+    int16_t sums[KTILE / 2][16];   // Q4_K: the eight sub-block sums of inputs 2p and 2p + 1
+    int16_t bsums[KTILE][QK_K / 16];  // Q6_K: input j's bsums
+} ktile_block;
+
+// Block b of the nb inputs from act on (act_stride apart) into t[b], for
+// every block of n; the unused pair halves zero.
+static void ktile_prep(bool q4k, const uint8_t *act, size_t act_stride, int nb, int64_t n, ktile_block *t) {
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        memset(t[b].d_pair, 0, sizeof t[b].d_pair);
+        memset(t[b].sums, 0, sizeof t[b].sums);
+    }
+    for (int j = 0; j < nb; j++) {
+        const block_q8_K *y = (const block_q8_K *)(act + (size_t)j * act_stride);
+        const int16_t *sums = cpu_q8_K_sums_of(y, n);
+        for (int64_t b = 0; b < n / QK_K; b++) {
+            ktile_block *tb = t + b;
+            tb->d[j] = y[b].d;
+            for (int c = 0; c < 4; c++) {
+                const __m256i ra = _mm256_loadu_si256((const __m256i *)(y[b].qs + 64 * c));
+                const __m256i rb = _mm256_loadu_si256((const __m256i *)(y[b].qs + 64 * c + 32));
+                _mm256_storeu_si256((__m256i *)(tb->qs[j] + 64 * c), _mm256_unpacklo_epi32(ra, rb));
+                _mm256_storeu_si256((__m256i *)(tb->qs[j] + 64 * c + 32), _mm256_unpackhi_epi32(ra, rb));
+            }
+            if (q4k) {
+                for (int k = 0; k < 4; k++) tb->d_pair[j / 2][4 * (j % 2) + k] = y[b].d;
+                memcpy(tb->sums[j / 2] + 8 * (j % 2), sums + 8 * b, sizeof(int16_t) * 8);
+            } else {
+                memcpy(tb->bsums[j], y[b].bsums, sizeof tb->bsums[j]);
+            }
+        }
+    }
+}
+
+// One input's int32 lanes of a block: lanes + sum over run pairs c of the
+// pair's scales s[c] (words: run A's, run B's) times its group sums; w1[c],
+// w2[c] are the pair's interleaved weights (unsigned), a the input's.
+static inline __attribute__((always_inline)) __m256i ktile_core(__m256i lanes, const __m256i w1[4],
+                                                                const __m256i w2[4], const __m256i s[4],
+                                                                const int8_t *a) {
+    const __m256i zero = _mm256_setzero_si256();
+    for (int c = 0; c < 4; c++) {
+        const __m256i p1 = _mm256_dpbusd_epi32(zero, w1[c], _mm256_loadu_si256((const __m256i *)(a + 64 * c)));
+        const __m256i p2 = _mm256_dpbusd_epi32(zero, w2[c], _mm256_loadu_si256((const __m256i *)(a + 64 * c + 32)));
+        lanes = _mm256_dpwssd_epi32(lanes, _mm256_packs_epi32(p1, p2), s[c]);  // |sums| < 2^15: packs is exact
+    }
+    return lanes;
+}
+
+// Runs A and B (32 unsigned quants each) as a core's weights w1, w2.
+static inline __attribute__((always_inline)) void ktile_pair(__m256i ra, __m256i rb, __m256i *w1, __m256i *w2) {
+    *w1 = _mm256_unpacklo_epi32(ra, rb);
+    *w2 = _mm256_unpackhi_epi32(ra, rb);
+}
+
+// Q4_K rows against nb inputs (t: ktile_prep's): out[j * ldo + r] =
+// seam_vec_dot. Run pair c is qs chunk c (low nibbles, high nibbles), its
+// scales (sc[2c], sc[2c + 1]) word pair c of the scales; the mins' lanes of
+// two inputs share a register.
+static inline __attribute__((always_inline)) void q4k_rows(int nb, const uint8_t *w, size_t row_bytes,
+                                                           int64_t n_rows, int64_t n, const ktile_block *t,
+                                                           float *out, int64_t ldo) {
+    const int np = (nb + 1) / 2;
+    const __m256i low4 = _mm256_set1_epi8(15);
+    for (int64_t r = 0; r < n_rows; r++) {
+        const block_q4_K *x = (const block_q4_K *)(w + (size_t)r * row_bytes);
+        __m256 acc[KTILE], acc_m[KTILE / 2];
+        for (int j = 0; j < nb; j++) acc[j] = _mm256_setzero_ps();
+        for (int p = 0; p < np; p++) acc_m[p] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < n / QK_K; b++) {
+            const block_q4_K *xb = x + b;
+            const ktile_block *tb = t + b;
+            const __m128i sm = q4k_scales_mins1(xb->scales);
+            const __m256i sc = _mm256_castsi128_si256(_mm_cvtepu8_epi16(sm));
+            const __m256i mins = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)));
+            __m256i w1[4], w2[4], s[4];
+            for (int c = 0; c < 4; c++) {
+                const __m256i bits = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * c));
+                ktile_pair(_mm256_and_si256(bits, low4), _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4), &w1[c],
+                           &w2[c]);
+                s[c] = _mm256_permutevar8x32_epi32(sc, _mm256_set1_epi32(c));
+            }
+            uint32_t d_dmin;
+            memcpy(&d_dmin, &xb->d, sizeof d_dmin);
+            const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)d_dmin));
+            // da * d for every input at once; -dmin, times each pair's da
+            float dad[KTILE] __attribute__((aligned(32)));
+            _mm256_store_ps(dad, _mm256_mul_ps(_mm256_broadcastss_ps(dd), _mm256_loadu_ps(tb->d)));
+            const __m256 neg_dmin = _mm256_castsi256_ps(_mm256_xor_si256(
+                _mm256_castps_si256(_mm256_broadcastss_ps(_mm_movehdup_ps(dd))), _mm256_set1_epi32(INT32_MIN)));
+            for (int j = 0; j < nb; j++) {
+                const __m256i lanes = ktile_core(_mm256_setzero_si256(), w1, w2, s, tb->qs[j]);
+                acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dad[j]), _mm256_cvtepi32_ps(lanes), acc[j]);
+            }
+            for (int p = 0; p < np; p++) {
+                const __m256i m = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)tb->sums[p]));
+                acc_m[p] = _mm256_fmadd_ps(_mm256_mul_ps(neg_dmin, _mm256_loadu_ps(tb->d_pair[p])),
+                                           _mm256_cvtepi32_ps(m), acc_m[p]);
+            }
+        }
+        for (int j = 0; j < nb; j++) {
+            const __m128 m4 = j % 2 ? _mm256_extractf128_ps(acc_m[j / 2], 1) : _mm256_castps256_ps128(acc_m[j / 2]);
+            out[(int64_t)j * ldo + r] = hsum8(acc[j]) + hsum4(m4);
+        }
+    }
+}
+
+// Q6_K rows (layout in quant.h): run pairs (4h, 4h + 1) and (4h + 2, 4h + 3)
+// of half h, as q6k_runs unpacks them; a run is two sub-blocks of 16 (lanes
+// 0-3, 4-7), so pair (A, B)'s scale words are (sc[2A], sc[2B]) in lanes 0-3
+// and (sc[2A + 1], sc[2B + 1]) in 4-7. The -32 of every quant starts the
+// lanes: -32 * (sc[2l] * bsums[2l] + sc[2l + 1] * bsums[2l + 1]).
+static inline __attribute__((always_inline)) void q6k_rows(int nb, const uint8_t *w, size_t row_bytes,
+                                                           int64_t n_rows, int64_t n, const ktile_block *t,
+                                                           float *out, int64_t ldo) {
+    for (int64_t r = 0; r < n_rows; r++) {
+        const block_q6_K *x = (const block_q6_K *)(w + (size_t)r * row_bytes);
+        __m256 acc[KTILE];
+        for (int j = 0; j < nb; j++) acc[j] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < n / QK_K; b++) {
+            const block_q6_K *xb = x + b;
+            const ktile_block *tb = t + b;
+            const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb->scales));
+            const __m256i sc_neg32 = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), sc), 5);
+            __m256i w1[4], w2[4], s[4];
+            for (int h = 0; h < 2; h++) {
+                __m256i q[4];
+                q6k_runs(xb, h, q);
+                for (int k = 0; k < 2; k++) {
+                    const int c = 2 * h + k, A = 2 * c;  // runs A, A + 1
+                    ktile_pair(q[2 * k], q[2 * k + 1], &w1[c], &w2[c]);
+                    s[c] = _mm256_permutexvar_epi16(
+                        _mm256_setr_epi16(2 * A, 2 * A + 2, 2 * A, 2 * A + 2, 2 * A, 2 * A + 2, 2 * A, 2 * A + 2,
+                                          2 * A + 1, 2 * A + 3, 2 * A + 1, 2 * A + 3, 2 * A + 1, 2 * A + 3, 2 * A + 1,
+                                          2 * A + 3),
+                        sc);
+                }
+            }
+            seam_f16 d16;
+            memcpy(&d16, &xb->d, sizeof d16);
+            float dad[KTILE] __attribute__((aligned(32)));
+            _mm256_store_ps(dad, _mm256_mul_ps(_mm256_set1_ps(f16_to_f32(d16)), _mm256_loadu_ps(tb->d)));
+            for (int j = 0; j < nb; j++) {
+                const __m256i offset = _mm256_madd_epi16(sc_neg32, _mm256_loadu_si256((const __m256i *)tb->bsums[j]));
+                const __m256i lanes = ktile_core(offset, w1, w2, s, tb->qs[j]);
+                acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dad[j]), _mm256_cvtepi32_ps(lanes), acc[j]);
+            }
+        }
+        // + 0: the reference's empty mins term (it turns a -0 sum into +0)
+        for (int j = 0; j < nb; j++) out[(int64_t)j * ldo + r] = hsum8(acc[j]) + 0.0f;
+    }
+}
+
+// The cpu_dot_fn of a K type: one input through the shared tile, more in
+// tiles of KTILE, each tile prepared once and then run over every row.
+#define KTILE_DOT(name, one, rows, q4k)                                                                            \
+    static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,            \
+                     size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {                         \
+        if (n_act == 1) {                                                                                          \
+            one(type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);                                  \
+            return;                                                                                                \
+        }                                                                                                          \
+        ktile_block t[n / QK_K]; /* 2.6 KB a block: 330 KB on the stack for rows of 32768 */                       \
+        for (int j0 = 0; j0 < n_act; j0 += KTILE) {                                                                \
+            const int nb = n_act - j0 < KTILE ? n_act - j0 : KTILE;                                                \
+            ktile_prep(q4k, (const uint8_t *)act + (size_t)j0 * act_stride, act_stride, nb, n, t);                 \
+            float *oj = out + (int64_t)j0 * ldo;                                                                   \
+            switch (nb) {                                                                                          \
+                case 1: rows(1, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
+                case 2: rows(2, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
+                case 3: rows(3, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
+                case 4: rows(4, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
+                case 5: rows(5, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
+                case 6: rows(6, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
+                case 7: rows(7, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
+                default: rows(8, w, row_bytes, n_rows, n, t, oj, ldo); break;                                      \
+            }                                                                                                      \
+        }                                                                                                          \
+    }
+KTILE_DOT(dot_q4_K, dot_q4_K_one, q4k_rows, true)
+KTILE_DOT(dot_q6_K, dot_q6_K_one, q6k_rows, false)
 
 // The 32-wide types' byte core: one dpbusd, straight into the lanes.
 static inline __attribute__((always_inline)) __m256i i8_core_vnni(__m256i abs_q, __m256i s) {

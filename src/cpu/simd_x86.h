@@ -152,8 +152,8 @@ typedef __m256i (*i8_core_fn)(__m256i abs_q, __m256i s);
 // Inputs per tile: what the registers hold of the inputs' accumulators
 // beside a block's quants and scales (a K block keeps 12 to 16 registers of
 // them, a 32-wide block two), so each file's K kernels name their own width
-// (AVX2's 16 registers: 4; AVX-512's 32: 6, measured 5-12% faster prefill
-// than 4 and faster than 8, whose accumulators spill).
+// (AVX2's 16 registers: 4; the AVX-512 set runs its K types' batches through
+// tiles of its own and these with one input, for decode).
 #define WIDE32_TILE 8
 #define TILE_MAX 8
 
