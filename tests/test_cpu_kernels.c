@@ -105,11 +105,12 @@ static const cpu_kernels *scalar_set(void) {
     return sets[0];
 }
 
-// Three rows against 1..11 inputs at once through a fast kernel (the
-// tiles of every width and their mixes) and through the scalar set,
+// Six rows against 1..11, 15..17 and 35 inputs at once through a fast
+// kernel (the tiles of every width and their mixes, more inputs than one
+// tile prepares, row groups whole and partial) and through the scalar set,
 // each (row, input) bitwise seam_vec_dot.
 static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, uint64_t *rng) {
-    enum { ROWS = 3, INPUTS = 11, LDO = ROWS + 2 };
+    enum { ROWS = 6, INPUTS = 35, LDO = ROWS + 2 };
     const cpu_kernels *ref = scalar_set();
     const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)n);
     uint8_t *w = malloc(ROWS * row_bytes);
@@ -128,7 +129,7 @@ static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, ui
         free(a);
     }
     float got[INPUTS * LDO], want[INPUTS * LDO];
-    for (int n_act = 1; n_act <= INPUTS; n_act++) {
+    for (int n_act = 1; n_act <= INPUTS; n_act = n_act == 11 ? 15 : n_act == 17 ? INPUTS : n_act + 1) {
         for (int i = 0; i < INPUTS * LDO; i++) got[i] = want[i] = NAN;
         fast->dot[type](type, w, row_bytes, ROWS, act, stride, n_act, n, got, LDO);
         ref->dot[type](type, w, row_bytes, ROWS, act, stride, n_act, n, want, LDO);

@@ -32,9 +32,9 @@
 static inline __attribute__((always_inline)) __m256i i8_core_madd(__m256i abs_q, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_q, s), _mm256_set1_epi16(1));
 }
-WIDE32_KERNEL(dot_q4_0, unpack_q4_0, i8_core_madd)
-WIDE32_KERNEL(dot_q5_0, unpack_q5_0, i8_core_madd)
-WIDE32_KERNEL(dot_q8_0, unpack_q8_0, i8_core_madd)
+WIDE32_KERNEL(dot_q4_0, unpack_q4_0, i8_core_madd, WIDE32_TILE)
+WIDE32_KERNEL(dot_q5_0, unpack_q5_0, i8_core_madd, WIDE32_TILE)
+WIDE32_KERNEL(dot_q8_0, unpack_q8_0, i8_core_madd, WIDE32_TILE)
 KTILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_madd, false, 4)
 KTILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_madd, false, 4)
 

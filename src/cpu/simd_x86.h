@@ -364,9 +364,9 @@ static inline __attribute__((always_inline)) void tiles_rows(tile_fn tile, int w
 #define KTILE_KERNEL(name, tile, core, pairs, width) \
     TILE_KERNEL(name, width, tile(core, pairs, nb, row, act, act_stride, n, out, ldo))
 
-// A 32-wide type (its unpack) with a file's byte core.
-#define WIDE32_KERNEL(name, unpack, core) \
-    TILE_KERNEL(name, WIDE32_TILE, wide32_tile(unpack, core, nb, row, act, act_stride, n, out, ldo))
+// A 32-wide type (its unpack) with a file's byte core, width inputs a tile.
+#define WIDE32_KERNEL(name, unpack, core, width) \
+    TILE_KERNEL(name, width, wide32_tile(unpack, core, nb, row, act, act_stride, n, out, ldo))
 
 // ---------------------------------------------------------------------------
 // The row loop of the one-row kernels (F32, F16: attention's keys among
