@@ -24,18 +24,19 @@ struct prefill_batch {
     float *x, *xb, *xb2;     // (BATCH, n_embd) / (BATCH, wide) / (BATCH, n_embd)
     float *q, *k, *v;        // (BATCH, q_dim), (BATCH, kv_dim) x2
     float *hb, *hb2;         // (BATCH * k_used, hidden): FFN, or every (token, expert) pair's hidden layer
-    float *gx;               // (BATCH * k_used, n_embd): the inputs of the pairs an expert serves
     float *eout;             // (BATCH * k_used, n_embd): each pair's expert output
     float *router;           // (BATCH, n_expert)
     int *chosen;             // (BATCH, k_used) the experts each token chose, by rank
     float *weight;           // (BATCH, k_used) their renormalised weights
-    int *pair;               // (BATCH * k_used) the pairs one expert serves (token * k_used + rank)
+    int *pair;               // (BATCH * k_used) the pairs (token * k_used + rank) grouped by expert
+    int *slot;               // (BATCH * k_used) where pair p is in that order
+    int *first;              // (n_expert + 1) expert e's pairs: pair[first[e] .. first[e + 1])
     float *rope_angles;      // (BATCH, 2 * rope_dim) each token's RoPE angles (engine_rope_angles)
-    void *act;               // quantised inputs: BATCH * k_used rows of the widest input
+    void *act, *act2;        // quantised inputs: BATCH * k_used rows of the widest input, twice
 };
 typedef struct prefill_batch batch;
 
-enum { BATCH_BUFFERS = 16 };
+enum { BATCH_BUFFERS = 18 };
 
 // The batch's buffers and their bytes, in one list for allocating them and
 // for counting them (prefill_batch_bytes).
@@ -46,16 +47,17 @@ static void batch_layout(batch *b, const seam_config *c, void **buf[BATCH_BUFFER
     b->hidden = c->n_expert ? c->n_ff_exp : c->n_ff;
     const int widest = b->wide > b->hidden ? b->wide : b->hidden;
     void **const fields[BATCH_BUFFERS] = {
-        (void **)&b->x,  (void **)&b->xb,  (void **)&b->xb2,    (void **)&b->q,      (void **)&b->k,
-        (void **)&b->v,  (void **)&b->hb,  (void **)&b->hb2,    (void **)&b->gx,     (void **)&b->eout,
-        (void **)&b->router, (void **)&b->chosen, (void **)&b->weight, (void **)&b->pair, &b->act,
-        (void **)&b->rope_angles,
+        (void **)&b->x,      (void **)&b->xb,     (void **)&b->xb2,    (void **)&b->q,     (void **)&b->k,
+        (void **)&b->v,      (void **)&b->hb,     (void **)&b->hb2,    (void **)&b->eout,  (void **)&b->router,
+        (void **)&b->chosen, (void **)&b->weight, (void **)&b->pair,   (void **)&b->slot,  (void **)&b->first,
+        &b->act,             &b->act2,            (void **)&b->rope_angles,
     };
     const size_t sizes[BATCH_BUFFERS] = {
         f * BATCH * c->n_embd, f * BATCH * b->wide, f * BATCH * c->n_embd, f * BATCH * q_dim, f * BATCH * kv_dim,
-        f * BATCH * kv_dim, f * rows * b->hidden, f * rows * b->hidden, f * rows * c->n_embd, f * rows * c->n_embd,
-        f * BATCH * (c->n_expert + 1), sizeof(int) * rows, f * rows, sizeof(int) * rows,
-        rows * cpu_matvec_scratch_bytes(widest), f * BATCH * 2 * c->rope_dim,
+        f * BATCH * kv_dim, f * rows * b->hidden, f * rows * b->hidden, f * rows * c->n_embd,
+        f * BATCH * (c->n_expert + 1), sizeof(int) * rows, f * rows, sizeof(int) * rows, sizeof(int) * rows,
+        sizeof(int) * (c->n_expert + 1), rows * cpu_matvec_scratch_bytes(widest), rows * cpu_matvec_scratch_bytes(widest),
+        f * BATCH * 2 * c->rope_dim,
     };
     memcpy(buf, fields, sizeof fields);
     memcpy(bytes, sizes, sizeof sizes);
@@ -74,8 +76,8 @@ uint64_t prefill_batch_bytes(const seam_config *c) {
 void prefill_batch_free(batch *b) {
     if (!b) return;
     free(b->x), free(b->xb), free(b->xb2), free(b->q), free(b->k), free(b->v), free(b->hb), free(b->hb2);
-    free(b->gx), free(b->eout), free(b->router), free(b->chosen), free(b->weight), free(b->pair), free(b->act);
-    free(b->rope_angles);
+    free(b->eout), free(b->router), free(b->chosen), free(b->weight), free(b->pair), free(b->slot), free(b->first);
+    free(b->act), free(b->act2), free(b->rope_angles);
     free(b);
 }
 
@@ -105,17 +107,25 @@ typedef struct {
     batch *b;
     const seam_layer_weights *l;
     int il, pos0;
-    _Atomic int next;  // the next token to take
+    int n;             // the steps: tokens, or an MoE layer's (token, expert) pairs
+    _Atomic int next;  // the next one to take
 } token_job;
 
 static void token_share(void *ctx, int ith, int nth) {
     (void)ith, (void)nth;
     token_job *j = ctx;
-    for (int t; (t = atomic_fetch_add(&j->next, 1)) < j->b->n;) j->step(j->eng, j->b, j->l, j->il, j->pos0 + t, t);
+    for (int t; (t = atomic_fetch_add(&j->next, 1)) < j->n;) j->step(j->eng, j->b, j->l, j->il, j->pos0 + t, t);
 }
 
 static void each_token(token_step_fn step, seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos0) {
-    token_job job = {step, eng, b, l, il, pos0, 0};
+    token_job job = {step, eng, b, l, il, pos0, b->n, 0};
+    pool_run(eng->pool, token_share, &job);
+}
+
+// The same for each (token, expert) pair of an MoE layer, by slot (t: the
+// pair's place in expert order).
+static void each_pair(token_step_fn step, seam_engine *eng, batch *b, const seam_layer_weights *l) {
+    token_job job = {step, eng, b, l, 0, 0, b->n * eng->model->cfg.n_expert_used, 0};
     pool_run(eng->pool, token_share, &job);
 }
 
@@ -193,45 +203,98 @@ static void attention(seam_engine *eng, batch *b, const seam_layer_weights *l, i
     each_token(attn_out_ffn_norm, eng, b, l, il, pos0);
 }
 
+// The input of the pair in slot i quantised for the experts' gate (in act)
+// and, if up takes another type, for up (in act2).
+static void pair_input(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int i) {
+    (void)il, (void)pos;
+    const seam_config *c = &eng->model->cfg;
+    const float *x = b->xb + (size_t)(b->pair[i] / c->n_expert_used) * b->wide;
+    const size_t at = (size_t)i * cpu_matvec_scratch_bytes(c->n_embd);
+    const uint32_t gate = seam_vec_dot_type(l->ffn_gate_exps.type), up = seam_vec_dot_type(l->ffn_up_exps.type);
+    cpu_quantize_input(gate, x, (uint8_t *)b->act + at, c->n_embd);
+    if (up != gate) cpu_quantize_input(up, x, (uint8_t *)b->act2 + at, c->n_embd);
+}
+
+// Slot i's hidden layer activated, and quantised for the experts' down.
+static void pair_hidden(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int i) {
+    (void)il, (void)pos;
+    const int F = eng->model->cfg.n_ff_exp;
+    float *h = b->hb + (size_t)i * F;
+    cpu_swiglu(h, b->hb2 + (size_t)i * F, F);
+    cpu_quantize_input(seam_vec_dot_type(l->ffn_down_exps.type), h,
+                       (uint8_t *)b->act2 + (size_t)i * cpu_matvec_scratch_bytes(F), F);
+}
+
+// Token t's experts' outputs, weighted and summed in rank order as decode
+// sums them, into the residual stream.
+static void moe_sum(seam_engine *eng, batch *b, const seam_layer_weights *l, int il, int pos, int t) {
+    (void)l, (void)il, (void)pos;
+    const seam_config *c = &eng->model->cfg;
+    const int ku = c->n_expert_used, E = c->n_embd;
+    float *x = b->x + (size_t)t * E;
+    for (int i = 0; i < E; i++) {
+        float sum = 0;
+        for (int j = 0; j < ku; j++) {
+            const float term = b->eout[(size_t)b->slot[t * ku + j] * E + i] * b->weight[t * ku + j];
+            sum = j ? sum + term : term;
+        }
+        x[i] += sum;
+    }
+}
+
+// One expert's rows (gate, up or down: which, its first row ex * rows) as
+// an item of a job, against its pairs' inputs in act and outputs in out.
+static cpu_matmul_item expert_item(const seam_tensor *w, int64_t rows, int ex, const batch *b, const void *act,
+                                   int64_t cols, float *out, seam_tensor *slice) {
+    *slice = tensor_rows(w, (int64_t)ex * rows, rows);
+    const uint64_t stride = cpu_matvec_scratch_bytes(cols);
+    return (cpu_matmul_item){
+        .w = slice, .act = (const uint8_t *)act + (size_t)b->first[ex] * stride, .act_stride = stride,
+        .n = b->first[ex + 1] - b->first[ex], .out = out + (size_t)b->first[ex] * rows, .ldo = rows,
+    };
+}
+
 // engine.c's moe_block, grouped by expert: each expert's rows are read once
-// for every (token, rank) pair that chose it.
+// for every (token, rank) pair that chose it, and every expert's gate and up,
+// then every expert's down, run as one pool job.
 static void moe(seam_engine *eng, batch *b, const seam_layer_weights *l) {
     const seam_config *c = &eng->model->cfg;
-    const int ku = c->n_expert_used, E = c->n_embd, F = c->n_ff_exp, n = b->n;
-    cpu_matmul(eng->pool, &l->ffn_gate_inp, b->xb, b->wide, b->router, c->n_expert, n, b->act);
-    for (int t = 0; t < n; t++)
-        engine_route(c, b->router + t * c->n_expert, b->chosen + t * ku, b->weight + t * ku);
-    for (int ex = 0; ex < c->n_expert; ex++) {
-        int m = 0;
-        for (int p = 0; p < n * ku; p++)
-            if (b->chosen[p] == ex) {
-                b->pair[m] = p;
-                memcpy(b->gx + (size_t)m * E, b->xb + (size_t)(p / ku) * b->wide, sizeof(float) * E);
-                m++;
-            }
-        if (!m) continue;
-        const seam_tensor gate = tensor_rows(&l->ffn_gate_exps, (int64_t)ex * F, F);
-        const seam_tensor up = tensor_rows(&l->ffn_up_exps, (int64_t)ex * F, F);
-        const seam_tensor down = tensor_rows(&l->ffn_down_exps, (int64_t)ex * E, E);
-        const seam_tensor *gate_up[] = {&gate, &up};
-        float *const gate_up_out[] = {b->hb, b->hb2};
-        cpu_matmul_parts(eng->pool, 2, gate_up, b->gx, E, gate_up_out, (const int64_t[]){F, F}, m, b->act);
-        for (int i = 0; i < m; i++) cpu_swiglu(b->hb + (size_t)i * F, b->hb2 + (size_t)i * F, F);
-        cpu_matmul(eng->pool, &down, b->hb, F, b->gx, E, m, b->act);
-        for (int i = 0; i < m; i++) memcpy(b->eout + (size_t)b->pair[i] * E, b->gx + (size_t)i * E, sizeof(float) * E);
+    const int ku = c->n_expert_used, E = c->n_embd, F = c->n_ff_exp, n = b->n, ne = c->n_expert;
+    cpu_matmul(eng->pool, &l->ffn_gate_inp, b->xb, b->wide, b->router, ne, n, b->act);
+    for (int t = 0; t < n; t++) engine_route(c, b->router + t * ne, b->chosen + t * ku, b->weight + t * ku);
+    // the pairs in expert order (a counting sort)
+    memset(b->first, 0, sizeof(int) * (ne + 1));
+    for (int p = 0; p < n * ku; p++) b->first[b->chosen[p] + 1]++;
+    for (int ex = 0; ex < ne; ex++) b->first[ex + 1] += b->first[ex];
+    int fill[ne];
+    memcpy(fill, b->first, sizeof fill);
+    for (int p = 0; p < n * ku; p++) {
+        b->slot[p] = fill[b->chosen[p]]++;
+        b->pair[b->slot[p]] = p;
     }
-    // each token's experts summed in rank order, as decode does
-    for (int t = 0; t < n; t++) {
-        float *x = b->x + (size_t)t * E;
-        for (int i = 0; i < E; i++) {
-            float sum = 0;
-            for (int j = 0; j < ku; j++) {
-                const float term = b->eout[((size_t)t * ku + j) * E + i] * b->weight[t * ku + j];
-                sum = j ? sum + term : term;
-            }
-            x[i] += sum;
+    each_pair(pair_input, eng, b, l);
+    const void *up_act =
+        seam_vec_dot_type(l->ffn_up_exps.type) == seam_vec_dot_type(l->ffn_gate_exps.type) ? b->act : b->act2;
+    cpu_matmul_item items[2 * ne];
+    seam_tensor slices[2 * ne];
+    int n_items = 0;
+    for (int ex = 0; ex < ne; ex++)
+        if (b->first[ex + 1] > b->first[ex]) {
+            items[n_items] = expert_item(&l->ffn_gate_exps, F, ex, b, b->act, E, b->hb, &slices[n_items]);
+            n_items++;
+            items[n_items] = expert_item(&l->ffn_up_exps, F, ex, b, up_act, E, b->hb2, &slices[n_items]);
+            n_items++;
         }
-    }
+    cpu_matmul_items(eng->pool, n_items, items);
+    each_pair(pair_hidden, eng, b, l);
+    n_items = 0;
+    for (int ex = 0; ex < ne; ex++)
+        if (b->first[ex + 1] > b->first[ex]) {
+            items[n_items] = expert_item(&l->ffn_down_exps, E, ex, b, b->act2, F, b->eout, &slices[n_items]);
+            n_items++;
+        }
+    cpu_matmul_items(eng->pool, n_items, items);
+    each_token(moe_sum, eng, b, l, 0, 0);
 }
 
 // engine.c's ffn_block, on the normed input attention() left in xb.

@@ -121,28 +121,28 @@ int cpu_kernels_all(const cpu_kernels *out[CPU_KERNEL_SETS]) {
 // grabs are long contiguous runs and the last are small, and all threads
 // finish within a few microseconds of each other -- and a thread the OS
 // delays (the cores are shared) leaves its untaken rows to the others. A
-// dozen atomic grabs per thread per matmul. The rows are those of up to
-// MAX_PARTS matrices one after another (q, k and v; gate and up), a grab
-// never crossing from one to the next.
-#define MAX_PARTS 4
+// dozen atomic grabs per thread per matmul. The rows are those of several
+// matrices one after another (q, k and v; gate and up; every expert's), each
+// against its own inputs, a grab never crossing from one to the next.
+#define MAX_PARTS 4  // cpu_matmul_parts' matrices
 
 typedef struct {
     cpu_dot_fn dot;
     uint32_t type;
     const uint8_t *w;  // (rows, row_bytes)
     uint64_t row_bytes;
-    int64_t first, rows, min_rows;  // its rows in the job's count; the smallest grab
-    float *out;                     // (n, ldo)
+    int64_t first, rows, min_rows, cols;  // its rows in the job's count; the smallest grab
+    const uint8_t *act;                   // (n, act_stride): the inputs quantised
+    uint64_t act_stride;
+    int n;
+    float *out;  // (n, ldo)
     int64_t ldo;
 } matmul_part;
 
 typedef struct {
-    matmul_part part[MAX_PARTS];
+    const matmul_part *part;
     int n_parts;
-    int64_t n_rows, cols;
-    const uint8_t *act;  // (n, act_stride): the inputs quantised
-    uint64_t act_stride;
-    int n;
+    int64_t n_rows;
     _Atomic int64_t next_row;
 } matvec_job;
 
@@ -161,9 +161,29 @@ static void matvec_share(void *ctx, int ith, int nth) {
         } while (!atomic_compare_exchange_weak(&j->next_row, &r0, r0 + take));
         // every input against this grab of rows while they are in cache
         const int64_t r = r0 - p->first;
-        p->dot(p->type, p->w + (uint64_t)r * p->row_bytes, p->row_bytes, take, j->act, j->act_stride, j->n, j->cols,
+        p->dot(p->type, p->w + (uint64_t)r * p->row_bytes, p->row_bytes, take, p->act, p->act_stride, p->n, p->cols,
                p->out + r, p->ldo);
     }
+}
+
+void cpu_matmul_items(seam_pool *pool, int n_items, const cpu_matmul_item *items) {
+    if (n_items < 1) return;
+    const cpu_kernels *kern = cpu_kernels_get();
+    matmul_part part[n_items];
+    matvec_job job = {.part = part, .n_parts = n_items};
+    for (int i = 0; i < n_items; i++) {
+        const seam_tensor *w = items[i].w;
+        // the smallest grab: ~16 KiB, a couple of microseconds of reading
+        const int64_t min_rows = (int64_t)((16u << 10) / (w->row_bytes ? w->row_bytes : 1));
+        part[i] = (matmul_part){
+            .dot = kern->dot[w->type], .type = w->type, .w = w->data, .row_bytes = w->row_bytes,
+            .first = job.n_rows, .rows = w->rows, .min_rows = min_rows > 1 ? min_rows : 1, .cols = w->cols,
+            .act = items[i].act, .act_stride = items[i].act_stride, .n = items[i].n, .out = items[i].out,
+            .ldo = items[i].ldo,
+        };
+        job.n_rows += w->rows;
+    }
+    pool_run(pool, matvec_share, &job);
 }
 
 void cpu_quantize_input(uint32_t act_type, const float *x, void *act, int64_t cols) {
@@ -193,9 +213,19 @@ static void quantize_share(void *ctx, int ith, int nth) {
         cpu_quantize_input(j->act_type, j->x + b * j->ldx, j->act + b * j->stride, j->cols);
 }
 
+void cpu_quantize_inputs(seam_pool *pool, uint32_t act_type, const float *x, int64_t ldx, int n, int64_t cols,
+                         void *act) {
+    quantize_job job = {
+        .x = x, .ldx = ldx, .cols = cols, .act_type = act_type, .act = act, .stride = cpu_matvec_scratch_bytes(cols),
+        .n = n,
+    };
+    // one input: on the caller, with no job to start and wait for
+    if (n == 1) quantize_share(&job, 0, 1);
+    else pool_run(pool, quantize_share, &job);
+}
+
 void cpu_matmul_parts(seam_pool *pool, int n_parts, const seam_tensor *const w[], const float *x, int64_t ldx,
                       float *const out[], const int64_t ldo[], int n, void *scratch) {
-    const cpu_kernels *kern = cpu_kernels_get();
     const uint32_t act_type = seam_vec_dot_type(w[0]->type);
     const int64_t cols = w[0]->cols;
     for (int i = 1; i < n_parts; i++)
@@ -204,25 +234,14 @@ void cpu_matmul_parts(seam_pool *pool, int n_parts, const seam_tensor *const w[]
             for (int k = 0; k < n_parts; k++) cpu_matmul_parts(pool, 1, &w[k], x, ldx, &out[k], &ldo[k], n, scratch);
             return;
         }
-    const uint64_t stride = cpu_matvec_scratch_bytes(cols);
-    quantize_job quantize = {
-        .x = x, .ldx = ldx, .cols = cols, .act_type = act_type, .act = scratch, .stride = stride, .n = n,
-    };
-    // one input: on the caller, with no job to start and wait for
-    if (n == 1) quantize_share(&quantize, 0, 1);
-    else pool_run(pool, quantize_share, &quantize);
-    matvec_job job = {.n_parts = n_parts, .cols = cols, .act = scratch, .act_stride = stride, .n = n};
-    for (int i = 0; i < n_parts; i++) {
-        // the smallest grab: ~16 KiB, a couple of microseconds of reading
-        const int64_t min_rows = (int64_t)((16u << 10) / (w[i]->row_bytes ? w[i]->row_bytes : 1));
-        job.part[i] = (matmul_part){
-            .dot = kern->dot[w[i]->type], .type = w[i]->type, .w = w[i]->data, .row_bytes = w[i]->row_bytes,
-            .first = job.n_rows, .rows = w[i]->rows, .min_rows = min_rows > 1 ? min_rows : 1, .out = out[i],
+    cpu_quantize_inputs(pool, act_type, x, ldx, n, cols, scratch);
+    cpu_matmul_item items[MAX_PARTS];
+    for (int i = 0; i < n_parts; i++)
+        items[i] = (cpu_matmul_item){
+            .w = w[i], .act = scratch, .act_stride = cpu_matvec_scratch_bytes(cols), .n = n, .out = out[i],
             .ldo = ldo[i],
         };
-        job.n_rows += w[i]->rows;
-    }
-    pool_run(pool, matvec_share, &job);
+    cpu_matmul_items(pool, n_parts, items);
 }
 
 void cpu_matmul(seam_pool *pool, const seam_tensor *w, const float *x, int64_t ldx, float *out, int64_t ldo, int n,

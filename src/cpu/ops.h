@@ -34,6 +34,27 @@ void cpu_quantize_input(uint32_t act_type, const float *x, void *act, int64_t co
 void cpu_matmul(seam_pool *pool, const seam_tensor *w, const float *x, int64_t ldx, float *out, int64_t ldo, int n,
                 void *scratch);
 
+// x (n, ldx) quantised for a matmul (act_type: seam_vec_dot_type of its
+// weights) as cpu_quantize_input leaves each input, input b at act + b *
+// cpu_matvec_scratch_bytes(cols); the inputs shared out over the pool.
+void cpu_quantize_inputs(seam_pool *pool, uint32_t act_type, const float *x, int64_t ldx, int n, int64_t cols,
+                         void *act);
+
+// One matrix of a job of several, against its own inputs, already quantised
+// (cpu_quantize_inputs): out[b] (w->rows) = W @ input b for b < n.
+typedef struct {
+    const seam_tensor *w;
+    const void *act;  // (n, act_stride)
+    uint64_t act_stride;
+    int n;
+    float *out;  // (n, ldo)
+    int64_t ldo;
+} cpu_matmul_item;
+
+// Every item's rows as one pool job (an MoE layer's experts: one job for all
+// of them, not one each); every (row, input) dot is the matvec's own.
+void cpu_matmul_items(seam_pool *pool, int n_items, const cpu_matmul_item *items);
+
 // Several matrices against the same inputs -- q, k and v; gate and up -- as
 // one matmul: the inputs quantised once and one pool job over all their
 // rows, so that a token starts and waits for one job, not one per matrix.
