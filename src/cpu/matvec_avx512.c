@@ -118,6 +118,42 @@ static inline __attribute__((always_inline)) void ktile_pair(__m256i ra, __m256i
     *w2 = _mm256_unpackhi_epi32(ra, rb);
 }
 
+// hsum8 of eight accumulators at once, in its order of additions (halves,
+// then lanes 0 + 2 and 1 + 3, then the two), sum j in lane j: 22 shuffles
+// and adds where eight hsum8 take 48 -- a row of few blocks spends as much
+// on its sums as on a block.
+static inline __attribute__((always_inline)) __m256 hsum8_x8(const __m256 a[8]) {
+    __m256 h[4], w[2];
+    for (int k = 0; k < 4; k++)  // [a_2k | a_2k+1]: high half + low half
+        h[k] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * k], a[2 * k + 1], 0x31),
+                             _mm256_permute2f128_ps(a[2 * k], a[2 * k + 1], 0x20));
+    for (int k = 0; k < 2; k++)  // lanes (0 + 2, 1 + 3) of each
+        w[k] = _mm256_add_ps(_mm256_shuffle_ps(h[2 * k], h[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)),
+                             _mm256_shuffle_ps(h[2 * k], h[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)));
+    const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));  // inputs 0, 2, 4, 6 | 1, 3, 5, 7
+}
+
+// hsum4 of the eight four-lane accumulators m[p] holds (inputs 2p, 2p + 1),
+// in the same order of additions.
+static inline __attribute__((always_inline)) __m256 hsum4_x8(const __m256 m[4]) {
+    __m256 w[2];
+    for (int k = 0; k < 2; k++)
+        w[k] = _mm256_add_ps(_mm256_shuffle_ps(m[2 * k], m[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)),
+                             _mm256_shuffle_ps(m[2 * k], m[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)));
+    const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// The first nb of eight sums to out[j * ldo].
+static inline __attribute__((always_inline)) void store_x8(__m256 sums, int nb, float *out, int64_t ldo) {
+    float v[8];
+    _mm256_storeu_ps(v, sums);
+    for (int j = 0; j < nb; j++) out[(int64_t)j * ldo] = v[j];
+}
+
 // Q4_K rows against nb inputs (t: ktile_prep's): out[j * ldo + r] =
 // seam_vec_dot. Run pair c is qs chunk c (low nibbles, high nibbles), its
 // scales (sc[2c], sc[2c + 1]) word pair c of the scales; the mins' lanes of
@@ -129,9 +165,9 @@ static inline __attribute__((always_inline)) void q4k_rows(int nb, const uint8_t
     const __m256i low4 = _mm256_set1_epi8(15);
     for (int64_t r = 0; r < n_rows; r++) {
         const block_q4_K *x = (const block_q4_K *)(w + (size_t)r * row_bytes);
-        __m256 acc[KTILE], acc_m[KTILE / 2];
-        for (int j = 0; j < nb; j++) acc[j] = _mm256_setzero_ps();
-        for (int p = 0; p < np; p++) acc_m[p] = _mm256_setzero_ps();
+        __m256 acc[KTILE], acc_m[KTILE / 2];  // the unused ones stay 0 for the sums of eight
+        for (int j = 0; j < KTILE; j++) acc[j] = _mm256_setzero_ps();
+        for (int p = 0; p < KTILE / 2; p++) acc_m[p] = _mm256_setzero_ps();
         for (int64_t b = 0; b < n / QK_K; b++) {
             const block_q4_K *xb = x + b;
             const ktile_block *tb = t + b;
@@ -163,10 +199,7 @@ static inline __attribute__((always_inline)) void q4k_rows(int nb, const uint8_t
                                            _mm256_cvtepi32_ps(m), acc_m[p]);
             }
         }
-        for (int j = 0; j < nb; j++) {
-            const __m128 m4 = j % 2 ? _mm256_extractf128_ps(acc_m[j / 2], 1) : _mm256_castps256_ps128(acc_m[j / 2]);
-            out[(int64_t)j * ldo + r] = hsum8(acc[j]) + hsum4(m4);
-        }
+        store_x8(_mm256_add_ps(hsum8_x8(acc), hsum4_x8(acc_m)), nb, out + r, ldo);
     }
 }
 
@@ -180,8 +213,8 @@ static inline __attribute__((always_inline)) void q6k_rows(int nb, const uint8_t
                                                            float *out, int64_t ldo) {
     for (int64_t r = 0; r < n_rows; r++) {
         const block_q6_K *x = (const block_q6_K *)(w + (size_t)r * row_bytes);
-        __m256 acc[KTILE];
-        for (int j = 0; j < nb; j++) acc[j] = _mm256_setzero_ps();
+        __m256 acc[KTILE];  // the unused ones stay 0 for the sums of eight
+        for (int j = 0; j < KTILE; j++) acc[j] = _mm256_setzero_ps();
         for (int64_t b = 0; b < n / QK_K; b++) {
             const block_q6_K *xb = x + b;
             const ktile_block *tb = t + b;
@@ -212,7 +245,7 @@ static inline __attribute__((always_inline)) void q6k_rows(int nb, const uint8_t
             }
         }
         // + 0: the reference's empty mins term (it turns a -0 sum into +0)
-        for (int j = 0; j < nb; j++) out[(int64_t)j * ldo + r] = hsum8(acc[j]) + 0.0f;
+        store_x8(_mm256_add_ps(hsum8_x8(acc), _mm256_setzero_ps()), nb, out + r, ldo);
     }
 }
 
@@ -360,10 +393,9 @@ static inline __attribute__((always_inline)) void wt_prep_rows(unpack_u8_fn unpa
 // A micro-tile: WT_R rows against a group of WT_J inputs, res[r][j] =
 // seam_vec_dot.
 static inline __attribute__((always_inline)) void wt_micro(const wt_rows *wr, const wt_inputs *ti, int64_t n,
-                                                           float res[WT_R][WT_J]) {
-    __m256 acc[WT_R][WT_J];
-    for (int r = 0; r < WT_R; r++)
-        for (int j = 0; j < WT_J; j++) acc[r][j] = _mm256_setzero_ps();
+                                                           float res[WT_R * WT_J]) {
+    __m256 acc[WT_R * WT_J];  // row r, input j at WT_J * r + j
+    for (int k = 0; k < WT_R * WT_J; k++) acc[k] = _mm256_setzero_ps();
     // d of row r times da of input j for every block, at dad[b][4r + j]:
     // formed before the loop that reads them (a load right after the store
     // that writes it waits for the store)
@@ -381,13 +413,14 @@ static inline __attribute__((always_inline)) void wt_micro(const wt_rows *wr, co
             const __m256i init = _mm256_loadu_si256((const __m256i *)ti[b].init[j]);
             for (int r = 0; r < WT_R; r++) {
                 const __m256i lanes = _mm256_dpbusd_epi32(init, u[r], a);
-                acc[r][j] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dad[b][WT_J * r + j]), _mm256_cvtepi32_ps(lanes),
-                                            acc[r][j]);
+                acc[WT_J * r + j] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dad[b][WT_J * r + j]),
+                                                    _mm256_cvtepi32_ps(lanes), acc[WT_J * r + j]);
             }
         }
     }
-    for (int r = 0; r < WT_R; r++)
-        for (int j = 0; j < WT_J; j++) res[r][j] = hsum8(acc[r][j]);
+    _Static_assert(WT_R * WT_J == 16 && WT_J == 4, "two sums of eight: rows 0-1, rows 2-3");
+    _mm256_storeu_ps(res, hsum8_x8(acc));
+    _mm256_storeu_ps(res + 8, hsum8_x8(acc + 8));
 }
 
 // Every row against every input: inputs WT_IN at a time (prepared once),
@@ -410,10 +443,10 @@ static inline __attribute__((always_inline)) void wt_dot(unpack_u8_fn unpack, si
                 rows[r] = (const uint8_t *)w + (size_t)(r0 + (r < nr ? r : nr - 1)) * row_bytes;
             wt_prep_rows(unpack, block_bytes, rows, n, wr);
             for (int j0 = 0; j0 < ni; j0 += WT_J) {
-                float res[WT_R][WT_J];
+                float res[WT_R * WT_J];
                 wt_micro(wr, t + (size_t)(j0 / WT_J) * (size_t)nbk, n, res);
                 for (int r = 0; r < nr; r++)
-                    for (int j = 0; j < WT_J && j0 + j < ni; j++) out[(int64_t)(i0 + j0 + j) * ldo + r0 + r] = res[r][j];
+                    for (int j = 0; j < WT_J && j0 + j < ni; j++) out[(int64_t)(i0 + j0 + j) * ldo + r0 + r] = res[WT_J * r + j];
             }
         }
     }
