@@ -144,8 +144,9 @@ enum { HEADS = 16, KV_HEADS = 8, HEAD_DIM = 128, QUERIES = 96 };
 typedef struct {
     seam_pool *pool;
     int ctx;                 // positions in the cache; the queries are the last QUERIES of them
-    seam_f16 *k, *v;         // (ctx, KV_HEADS * HEAD_DIM)
-    float *kf, *vf;          // the same in f32, per KV head: (KV_HEADS, ctx, HEAD_DIM)
+    seam_f16 *k, *v;         // (KV_HEADS, ctx, HEAD_DIM): head-major, as the engine's cache
+    cpu_kv kv;               // over k and v
+    float *kf, *vf;          // the same in f32
     float *q, *out;          // (QUERIES, HEADS * HEAD_DIM)
     float *s;                // (QUERIES, ctx) one head's scores
     float *scratch;
@@ -155,20 +156,16 @@ typedef struct {
 
 static void run_seam_attention(void *ctx) {
     attention_case *a = ctx;
-    cpu_attention(a->pool, QUERIES, a->out, HEADS * HEAD_DIM, a->q, HEADS * HEAD_DIM, a->k, a->v, HEADS, KV_HEADS,
+    cpu_attention(a->pool, QUERIES, a->out, HEADS * HEAD_DIM, a->q, HEADS * HEAD_DIM, &a->kv, HEADS, KV_HEADS,
                   HEAD_DIM, a->t0, a->t1, 1.0f / sqrtf(HEAD_DIM), a->scratch, a->scratch_floats);
 }
 
 static void run_sgemm_attention(void *ctx) {
     attention_case *a = ctx;
-    const int hd = HEAD_DIM, row = KV_HEADS * HEAD_DIM;
-    // the cache in f32, one KV head's positions after another
-    for (int t = 0; t < a->ctx; t++)
-        for (int h = 0; h < KV_HEADS; h++)
-            for (int i = 0; i < hd; i++) {
-                a->kf[((size_t)h * a->ctx + t) * hd + i] = seam_f16_to_f32(a->k[(size_t)t * row + h * hd + i]);
-                a->vf[((size_t)h * a->ctx + t) * hd + i] = seam_f16_to_f32(a->v[(size_t)t * row + h * hd + i]);
-            }
+    const int hd = HEAD_DIM;
+    // the cache in f32
+    for (size_t i = 0; i < (size_t)KV_HEADS * a->ctx * hd; i++)
+        a->kf[i] = seam_f16_to_f32(a->k[i]), a->vf[i] = seam_f16_to_f32(a->v[i]);
     for (int h = 0; h < HEADS; h++) {
         const float *kh = a->kf + (size_t)(h / (HEADS / KV_HEADS)) * a->ctx * hd;
         const float *vh = a->vf + (size_t)(h / (HEADS / KV_HEADS)) * a->ctx * hd;
@@ -202,6 +199,10 @@ static int probe_attention(seam_pool *pool, int ctx, int threads, int reps, doub
         return -1;
     }
     for (size_t i = 0; i < cache; i++) a.k[i] = seam_f32_to_f16(uniform()), a.v[i] = seam_f32_to_f16(uniform());
+    const size_t row = sizeof(seam_f16) * HEAD_DIM;
+    a.kv = (cpu_kv){.k = (const uint8_t *)a.k, .v = (const uint8_t *)a.v, .k_row = row, .v_row = row,
+                    .k_head = row * (size_t)ctx, .v_head = row * (size_t)ctx, .k_type = GGML_TYPE_F16,
+                    .v_type = GGML_TYPE_F16, .ring = ctx};
     for (int i = 0; i < QUERIES * HEADS * HEAD_DIM; i++) a.q[i] = uniform();
     double macs = 0;  // the dots each query's scores and sums take
     for (int i = 0; i < QUERIES; i++) {
