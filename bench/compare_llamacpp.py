@@ -2,18 +2,21 @@
 """compare_llamacpp.py — seam against llama.cpp on the CPU, same GGUF, same threads.
 
   /opt/llamavenv/bin/python bench/compare_llamacpp.py MODEL [--threads 2]
-      [--reps 5] [--tg 128] [--pp 512] [--out bench/results/DATE-cpu-decode.md]
+      [--reps 5] [--tg 128] [--pp 512] [--engines seam,llama:plain,...]
+      [--out bench/results/DATE-cpu-decode.md]
 
 Measures, in alternating order within each repetition (so that a slow spell
 of a shared machine hits every contender alike):
   tg  decode: TG tokens one at a time after a 3-token prompt, tokens/s
-  pp  prompt: PP tokens, tokens/s (llama.cpp: one batch; seam: its prefill)
+  pp  prompt: PP tokens, tokens/s (llama.cpp: one batch, in micro-batches of
+      its default 512; seam: its prefill)
 for seam (`seam bench`, one warm-up and one measured run of each test) and
 for llama.cpp through llama-cpp-python's low-level API (the reference venv
 that tools/setup-reference.sh builds: run this script with its Python) in
 four configurations: weight repacking off (use_extra_bufts=False: llama.cpp's
 plain path, the arithmetic seam mirrors) or on (True: repacked weights, AMX
-where present), each with flash attention off or on (flash_attn_type). Each
+where present), each with flash attention off or on (flash_attn_type): the
+engines llama:plain, llama:plain+fa, llama:repack and llama:repack+fa. Each
 llama.cpp run is its own process, so a crash (the repacking path has died
 with SIGILL on some VMs) is recorded, not fatal. The ratios at the end are
 against the best configuration of each test: what a user who tried all four
@@ -60,35 +63,43 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# The llama.cpp side, run as `python -c LLAMA_RUNNER MODEL THREADS EXTRA FLASH TG PP`:
-# prints "tg <tok/s>" and "pp <tok/s>".
-LLAMA_RUNNER = r'''
+# llama.cpp's configurations, for pp/tg and depth sweeps alike: (repacked
+# weights, flash attention).
+LLAMA_CONFIGS = {"llama:plain": (False, False), "llama:plain+fa": (False, True), "llama:repack": (True, False),
+                 "llama:repack+fa": (True, True)}
+
+# What both llama.cpp runners share: the model loaded and a context made in one
+# configuration, and decode(tokens, pos0) of one batch. Run as `python -c
+# LLAMA_SETUP + BODY MODEL THREADS REPACK FA CACHE ...`; the body sets n_ctx,
+# n_batch and n_ubatch, then calls setup().
+LLAMA_SETUP = r"""
 import sys, time
 import llama_cpp as L
-path, threads, extra, flash = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1"
-tg, pp = int(sys.argv[5]), int(sys.argv[6])
+path, threads, repack, fa, cache = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1", sys.argv[5]
 @L.llama_log_callback
 def quiet(level, text, user_data):
     pass
-L.llama_backend_init()
-L.llama_log_set(quiet, None)
-mp = L.llama_model_default_params()
-mp.n_gpu_layers = 0
-mp.use_extra_bufts = extra
-mp.use_mmap = True
-model = L.llama_model_load_from_file(path.encode(), mp)
-n_batch = max(pp, 8)
-cp = L.llama_context_default_params()
-cp.n_ctx = max(1024, pp + 16, tg + 16)
-cp.n_batch = n_batch
-cp.n_ubatch = n_batch
-cp.n_threads = threads
-cp.n_threads_batch = threads
-cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
-cp.type_k = 1
-cp.type_v = 1
-ctx = L.llama_init_from_model(model, cp)
-batch = L.llama_batch_init(n_batch, 0, 1)
+def setup(n_ctx, n_batch, n_ubatch):
+    global model, ctx, batch, mem
+    L.llama_backend_init()
+    L.llama_log_set(quiet, None)
+    mp = L.llama_model_default_params()
+    mp.n_gpu_layers = 0
+    mp.use_extra_bufts = repack
+    mp.use_mmap = True
+    model = L.llama_model_load_from_file(path.encode(), mp)
+    if not model:
+        sys.exit("llama.cpp could not load the model")
+    cp = L.llama_context_default_params()
+    cp.n_ctx, cp.n_batch, cp.n_ubatch = n_ctx, n_batch, n_ubatch
+    cp.n_threads = cp.n_threads_batch = threads
+    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if fa else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    cp.type_k = cp.type_v = {"f16": 1, "q8_0": 8}[cache]
+    ctx = L.llama_init_from_model(model, cp)
+    if not ctx:
+        sys.exit("llama.cpp could not create the context")
+    batch = L.llama_batch_init(n_batch, 0, 1)
+    mem = L.llama_get_memory(ctx)
 def decode(tokens, pos0):
     batch.n_tokens = len(tokens)
     for i, t in enumerate(tokens):
@@ -99,7 +110,15 @@ def decode(tokens, pos0):
         batch.logits[i] = i == len(tokens) - 1
     if L.llama_decode(ctx, batch) != 0:
         sys.exit("llama_decode failed")
-mem = L.llama_get_memory(ctx)
+"""
+
+# pp/tg: `python -c LLAMA_RUNNER MODEL THREADS REPACK FA f16 TG PP` prints
+# "tg <tok/s>" and "pp <tok/s>". The prompt is one batch, in micro-batches of
+# llama.cpp's default 512 (llama-bench's -ub) when longer.
+LLAMA_RUNNER = LLAMA_SETUP + r"""
+tg, pp = int(sys.argv[6]), int(sys.argv[7])
+n_batch = max(pp, 8)
+setup(max(1024, pp + 16, tg + 16), n_batch, min(n_batch, 512))
 if tg:
     decode([1, 2, 3], 0)
     decode([4], 3)  # warm-up
@@ -114,57 +133,21 @@ if pp:
     t = time.perf_counter()
     decode([1 + i % 1000 for i in range(pp)], 0)
     print(f"pp {pp / (time.perf_counter() - t):.3f}", flush=True)
-'''
+"""
 
-
-# The llama.cpp side of a depth sweep, run as `python -c LLAMA_DEPTH_RUNNER
-# MODEL THREADS REPACK FA CACHE TG REPS DEPTHS`: prints "tg DEPTH tok/s" per
-# repetition and "rss DEPTH bytes" (the resident set's growth since before
-# the model was loaded) after each depth.
-LLAMA_DEPTH_RUNNER = r'''
-import sys, time
-import llama_cpp as L
-path, threads, repack, fa, cache = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1", sys.argv[5]
+# A depth sweep: `python -c LLAMA_DEPTH_RUNNER MODEL THREADS REPACK FA CACHE
+# TG REPS DEPTHS` prints "tg DEPTH tok/s" per repetition and "rss DEPTH bytes"
+# (the resident set's growth since before the model was loaded) after each
+# depth.
+LLAMA_DEPTH_RUNNER = LLAMA_SETUP + r"""
 tg, reps, depths = int(sys.argv[6]), int(sys.argv[7]), sorted(int(d) for d in sys.argv[8].split(","))
 def rss():
     with open("/proc/self/status") as f:
         return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
 base = rss()
-@L.llama_log_callback
-def quiet(level, text, user_data):
-    pass
-L.llama_backend_init()
-L.llama_log_set(quiet, None)
-mp = L.llama_model_default_params()
-mp.n_gpu_layers = 0
-mp.use_extra_bufts = repack
-mp.use_mmap = True
-model = L.llama_model_load_from_file(path.encode(), mp)
-n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
 n_batch = 512
-cp = L.llama_context_default_params()
-cp.n_ctx = depths[-1] + (reps + 1) * tg + 16
-cp.n_batch = n_batch
-cp.n_ubatch = n_batch
-cp.n_threads = threads
-cp.n_threads_batch = threads
-cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if fa else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
-cp.type_k = cp.type_v = {"f16": 1, "q8_0": 8}[cache]
-ctx = L.llama_init_from_model(model, cp)
-if not ctx:
-    sys.exit("llama.cpp could not create the context")
-batch = L.llama_batch_init(n_batch, 0, 1)
-def decode(tokens, pos0):
-    batch.n_tokens = len(tokens)
-    for i, t in enumerate(tokens):
-        batch.token[i] = t
-        batch.pos[i] = pos0 + i
-        batch.n_seq_id[i] = 1
-        batch.seq_id[i][0] = 0
-        batch.logits[i] = i == len(tokens) - 1
-    if L.llama_decode(ctx, batch) != 0:
-        sys.exit("llama_decode failed")
-mem = L.llama_get_memory(ctx)
+setup(depths[-1] + (reps + 1) * tg + 16, n_batch, n_batch)
+n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
 filled = 0
 for depth in depths:
     while filled < depth:
@@ -181,7 +164,15 @@ for depth in depths:
         pos += tg
     print(f"rss {depth} {rss() - base}", flush=True)
     L.llama_memory_seq_rm(mem, 0, depth, -1)
-'''
+"""
+
+
+def llama_process(runner, engine, model, threads, cache, args, timeout=1800):
+    """One llama.cpp run in its own process (runner: LLAMA_RUNNER or LLAMA_DEPTH_RUNNER; engine: a LLAMA_CONFIGS
+    name; args: the runner's own) -> (exit status, output)."""
+    repack, fa = LLAMA_CONFIGS[engine]
+    return run([sys.executable, "-c", runner, model, str(threads), str(int(repack)), str(int(fa)), cache]
+               + [str(x) for x in args], timeout=timeout)
 
 
 def cpu_times():
@@ -224,11 +215,9 @@ def seam_bench(seam, model, threads, tg, pp):
     return {("tg" if r["n_gen"] else "pp"): r["avg_ts"] for r in rows}
 
 
-def llama(model, threads, config, tg, pp):
-    """{'tg': tok/s, 'pp': tok/s} or {'error': text}; config: (repacked weights, flash attention)."""
-    extra, flash = config
-    rc, out = run([sys.executable, "-c", LLAMA_RUNNER, model, str(threads), "1" if extra else "0",
-                   "1" if flash else "0", str(tg), str(pp)])
+def llama(model, threads, engine, tg, pp):
+    """{'tg': tok/s, 'pp': tok/s} or {'error': text}; engine: a LLAMA_CONFIGS name."""
+    rc, out = llama_process(LLAMA_RUNNER, engine, model, threads, "f16", [tg, pp])
     if rc:
         sig = f"signal {-rc}" if rc < 0 else f"exit {rc}"
         if rc == -4:
@@ -270,15 +259,13 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
-# llama.cpp's configurations in a depth sweep: (repacked weights, flash attention).
-LLAMA_CONFIGS = {"llama:repack+fa": (True, True), "llama:plain+fa": (False, True), "llama:repack": (True, False),
-                 "llama:plain": (False, False)}
-
-
 def engines_for(cache, wanted):
     """The engines to run for a cache type: wanted ones, or seam and every llama.cpp configuration it allows
     (a quantised V cache only with flash attention)."""
     names = wanted or ["seam"] + list(LLAMA_CONFIGS)
+    unknown = [n for n in names if n != "seam" and n not in LLAMA_CONFIGS]
+    if unknown:
+        sys.exit(f"unknown engine {', '.join(unknown)}: give seam and/or {', '.join(LLAMA_CONFIGS)}")
     return [n for n in names if n == "seam" or cache == "f16" or LLAMA_CONFIGS[n][1]]
 
 
@@ -301,9 +288,8 @@ def depth_sweep(a):
                                     "weight_bytes": r["weight_bytes"], "rss": r["host_bytes"],
                                     "rss_predicted": r["host_predicted"]})
             else:
-                repack, fa = LLAMA_CONFIGS[engine]
-                rc, out = run([sys.executable, "-c", LLAMA_DEPTH_RUNNER, a.model, str(a.threads), str(int(repack)),
-                               str(int(fa)), cache, str(a.tg), str(a.reps), depths], timeout=6 * 3600)
+                rc, out = llama_process(LLAMA_DEPTH_RUNNER, engine, a.model, a.threads, cache, [a.tg, a.reps, depths],
+                                        timeout=6 * 3600)
                 if rc:
                     raise RuntimeError(f"{engine} failed ({rc}):\n{out[-2000:]}")
                 by_depth = {}
@@ -374,13 +360,11 @@ def main():
     ap.add_argument("--tg", type=int, default=128)
     ap.add_argument("--pp", type=int, default=512, help="0 skips the prompt measurement")
     ap.add_argument("--seam", default=os.path.join(ROOT, "build", "seam"))
-    ap.add_argument("--no-extra", action="store_true", help="skip llama.cpp with repacked weights")
-    ap.add_argument("--no-flash", action="store_true", help="skip llama.cpp with flash attention")
     ap.add_argument("--quiet-wait", type=float, default=60, help="seconds to wait for idle CPUs per measurement")
     ap.add_argument("--out", help="write the results as markdown here")
     ap.add_argument("--depths", help="a depth sweep at these depths (comma-separated) instead of pp/tg")
     ap.add_argument("--cache-types", default="f16", help="depth sweep: KV cache types, comma-separated")
-    ap.add_argument("--engines", help="depth sweep: seam and/or " + ", ".join(LLAMA_CONFIGS) + " [all]")
+    ap.add_argument("--engines", help="seam and/or " + ", ".join(LLAMA_CONFIGS) + " [all]")
     ap.add_argument("--raw", help="depth sweep: append the records here (JSON lines)")
     ap.add_argument("--report", nargs="+", help="tables from the records of depth sweeps (RAW files)")
     a = ap.parse_args()
@@ -399,23 +383,20 @@ def main():
         depth_sweep(a)
         return
 
-    # llama.cpp's configurations: (repacked weights, flash attention)
-    variants = [("seam", None)] + [
-        ("llama.cpp" + (" repack" if extra else "") + (" flash" if flash else ""), (extra, flash))
-        for extra in [False] + ([] if a.no_extra else [True]) for flash in [False] + ([] if a.no_flash else [True])]
-    res = {name: {"tg": [], "pp": [], "busy": [], "error": None} for name, _ in variants}
+    variants = engines_for("f16", a.engines.split(",") if a.engines else None)
+    res = {name: {"tg": [], "pp": [], "busy": [], "error": None} for name in variants}
     tests = [t for t, n in (("tg", a.tg), ("pp", a.pp)) if n]
     for rep in range(a.reps):
         order = variants if rep % 2 == 0 else variants[::-1]
-        for name, config in order:
+        for name in order:
             r = res[name]
             if r["error"]:
                 continue
             r["busy"].append(wait_quiet(a.quiet_wait))
-            if config is None:
+            if name == "seam":
                 out = seam_bench(a.seam, a.model, a.threads, a.tg, a.pp)
             else:
-                out = llama(a.model, a.threads, config, a.tg, a.pp)
+                out = llama(a.model, a.threads, name, a.tg, a.pp)
                 if "error" in out:
                     r["error"] = out["error"]
                     continue
@@ -440,7 +421,7 @@ def main():
     lines.append("| engine | tg tok/s (median) | tg runs | pp tok/s (median) | pp runs | decode GB/s | seam / this (tg) "
                  "| seam / this (pp) |")
     lines.append("|---|---|---|---|---|---|---|---|")
-    for name, _ in variants:
+    for name in variants:
         r = res[name]
         if r["error"]:
             lines.append(f"| {name} | failed: {r['error']} | | | | | | |")
@@ -455,7 +436,7 @@ def main():
                      f"| {ratio:.3f} | {pp_ratio:.3f} |")
     lines.append("")
     for test, n in (("tg", a.tg), ("pp", a.pp)):
-        meds = {name: med(res[name][test]) for name, config in variants if config and res[name][test]}
+        meds = {name: med(res[name][test]) for name in variants if name != "seam" and res[name][test]}
         if test in tests and meds:
             best = max(meds, key=meds.get)
             lines.append(f"{test}{n}: seam {med(res['seam'][test]):.1f} tok/s, best llama.cpp {best} {meds[best]:.1f} "
