@@ -4,7 +4,7 @@
 # draws with Debian's python3-matplotlib: the same apt step as the rest, no
 # virtual environment to keep (the plot test runs in CI). No BLAS: seam's
 # own tiles beat OpenBLAS's sgemm on its prefill (bench/results/
-# 2026-12-02-cpu-prefill.md); `apt-get install libopenblas-dev` only to
+# 2026-12-01-prefill.md); `apt-get install libopenblas-dev` only to
 # re-measure that with seam-blas-probe, which the build then adds.
 #
 # SEAM_APT_WAIT=SECONDS (default 300): how long to wait while another
