@@ -311,6 +311,12 @@ void cpu_kv_store(uint32_t type, void *row, const float *x, int64_t n) {
 // alone.
 #define ATT_GROUP 8   // queries a group takes at most
 #define ATT_RUN 256   // positions a run of rows covers: 64 KiB of a 128-wide f16 head's keys
+// Positions a run of V rows covers: 256 KiB of a 128-wide f16 head's values,
+// still in L2 for every query of the group. Longer than ATT_RUN because
+// each run costs every query a pass of its 64 lanes' accumulators through
+// memory (values_run), 64 x head_dim loads and stores: at 256 positions that
+// is a store and a load for every four multiply-adds.
+#define ATT_VALUES_RUN 1024
 
 typedef struct {
     const float *q;  // (head_dim)
@@ -371,8 +377,8 @@ static void attention_group(const cpu_kernels *kern, const cpu_kv *kv, const att
     for (int i = 0; i < n; i++) kern->softmax(scratch + i * lay.stride, qs[i].t0, qs[i].t1, (qs[i].t1 + 15) / 16 * 16);
     const seam_f16 *v = (const seam_f16 *)kv->v;
     const int64_t v_stride = (int64_t)(kv->v_row / sizeof(seam_f16));
-    for (int c0 = t0; c0 < t1; c0 += ATT_RUN) {
-        const int c1 = t1 - c0 < ATT_RUN ? t1 : c0 + ATT_RUN;
+    for (int c0 = t0; c0 < t1; c0 += ATT_VALUES_RUN) {
+        const int c1 = t1 - c0 < ATT_VALUES_RUN ? t1 : c0 + ATT_VALUES_RUN;
         for (int i = 0; i < n; i++) {
             const int a = c0 > qs[i].t0 ? c0 : qs[i].t0, b = c1 < qs[i].t1 ? c1 : qs[i].t1;
             float *att = scratch + i * lay.stride;
