@@ -379,14 +379,12 @@ static inline __attribute__((always_inline)) void wt_prep_rows(unpack_u8_fn unpa
                                                                const uint8_t *const rows[WT_R], int64_t n,
                                                                wt_rows *wr) {
     for (int64_t b = 0; b < n / QK8_0; b++) {
-        __m128i d16 = _mm_setzero_si128();
+        seam_f16 d[8] = {0};  // the rows' scales, as one vector (an insert's lane must be a constant)
         for (int r = 0; r < WT_R; r++) {
             _mm256_storeu_si256((__m256i *)wr[b].u[r], unpack(rows[r], b));
-            seam_f16 h;
-            memcpy(&h, rows[r] + (size_t)b * block_bytes, sizeof h);  // d leads every 32-wide block
-            d16 = _mm_insert_epi16(d16, h, r);
+            memcpy(&d[r], rows[r] + (size_t)b * block_bytes, sizeof d[r]);  // d leads every 32-wide block
         }
-        _mm_storeu_ps(wr[b].d, _mm_cvtph_ps(d16));
+        _mm_storeu_ps(wr[b].d, _mm_cvtph_ps(_mm_loadu_si128((const __m128i *)d)));
     }
 }
 
