@@ -290,12 +290,18 @@ static int parse_token_list(const char *s, int n_vocab, int **ids, int *n) {
 // --gpu-mem, which also plans for a GPU this machine does not have (`seam
 // plan`; running needs the real one). Prints it; -1 with a message when the
 // request cannot be met.
+// What the options ask of the plan, but for the GPU's budget; -c's default
+// is 512, or the model's trained context when that is less.
+static seam_plan_request plan_request(const options *o, const seam_model *m) {
+    const int n_ctx_default = m->cfg.n_ctx_train < 512 ? m->cfg.n_ctx_train : 512;
+    return (seam_plan_request){.gpu_layers = o->gpu_layers, .n_cpu_moe = o->n_cpu_moe, .cpu_moe = o->cpu_moe,
+                               .head = o->head, .overflow = o->overflow,
+                               .n_ctx = o->n_ctx ? o->n_ctx : n_ctx_default, .cache = o->cache};
+}
+
 static int make_plan(const options *o, const seam_model *m, bool will_run, seam_plan *p) {
     seam_error err = {{0}};
-    const int n_ctx_default = m->cfg.n_ctx_train < 512 ? m->cfg.n_ctx_train : 512;
-    seam_plan_request req = {.gpu_layers = o->gpu_layers, .n_cpu_moe = o->n_cpu_moe, .cpu_moe = o->cpu_moe,
-                             .head = o->head, .overflow = o->overflow, .n_ctx = o->n_ctx ? o->n_ctx : n_ctx_default,
-                             .cache = o->cache};
+    seam_plan_request req = plan_request(o, m);
     req.gpu_budget = gpu_free_bytes();
     const bool have_gpu = req.gpu_budget > 0;
     if (o->gpu_mem) {
@@ -635,17 +641,16 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
     } else if (hw_load(&hw, o->hw, &err)) {
         return fprintf(stderr, "seam: %s\n", err.msg), 1;
     }
-    seam_plan_request req = {.n_cpu_moe = o->n_cpu_moe, .cpu_moe = o->cpu_moe, .head = o->head,
-                             .overflow = o->overflow, .n_ctx = o->n_ctx};
+    seam_plan_request req = plan_request(o, m);
     const double cards = hw.set[HW_GPU_COUNT] ? hw.v[HW_GPU_COUNT] : 1;
     req.gpu_budget = o->gpu_mem ? o->gpu_mem : hw.has_gpu ? (uint64_t)(cards * hw.v[HW_GPU_MEM_GIB] * 1073741824.0) : 0;
     FILE *json = !o->json_path ? NULL : strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
     if (o->json_path && !json) return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), 1;
     if (json)
         fprintf(json, "{\"model\": \"%s\", \"hw\": \"%s\", \"n_ctx\": %d, \"head\": \"%s\", \"predictions\": [", label,
-                hw.name, o->n_ctx, o->head < 0 ? "auto" : o->head == DEV_CPU ? "cpu" : "gpu");
+                hw.name, req.n_ctx, o->head < 0 ? "auto" : o->head == DEV_CPU ? "cpu" : "gpu");
     FILE *table = json == stdout ? stderr : stdout;  // --json -: the JSON alone on stdout
-    fprintf(table, "prediction on '%s' (%s): %s, KV cache filled to %d positions\n", hw.name, hw.path, label, o->n_ctx);
+    fprintf(table, "prediction on '%s' (%s): %s, KV cache filled to %d positions\n", hw.name, hw.path, label, req.n_ctx);
     predict_print_header(table);
     int rc = 0, written = 0;
     const int n = o->n_ngl ? o->n_ngl : 1;
@@ -658,7 +663,7 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
         req.head = o->head == DEV_GPU ? -1 : o->head;
         const int planned = plan_make(&p, m, &req, &err);
         if (!planned && o->head == DEV_GPU) predict_move_head_to_gpu(&p, m);
-        if (planned || predict_token(m, &p, &hw, threads, o->n_ctx, &pr, &err)) {
+        if (planned || predict_token(m, &p, &hw, threads, req.n_ctx, &pr, &err)) {
             fprintf(stderr, "seam plan: -ngl %d: %s\n", req.gpu_layers, err.msg);
             rc = 1;
             continue;

@@ -100,10 +100,10 @@ static double cpu_attention_us(const ctx *x, int il, int fill) {
     const double mem = n * x->kv_per_pos / x->cpu_gbs;
     const double attn = hw_get(x->hw, HW_CPU_ATTN_GBS, 0);
     const int lanes = x->threads < c->n_heads ? x->threads : c->n_heads;
-    // each query head reads its KV head's K and V rows (f16), and pays a
+    // each query head reads its KV head's K and V rows (of the cache's types), and pays a
     // fixed cost per position
     const double cmp = attn > 0 ? (double)c->n_heads * n *
-                                      (c->head_dim * 2 * sizeof(uint16_t) / attn + hw_get(x->hw, HW_CPU_ATTN_POS_NS, 0)) /
+                                      (x->kv_per_pos / c->n_kv_heads / attn + hw_get(x->hw, HW_CPU_ATTN_POS_NS, 0)) /
                                       lanes
                                 : 0;
     return 1e-3 * (mem > cmp ? mem : cmp);
