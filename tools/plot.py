@@ -20,6 +20,7 @@ scripts/deps.sh installs.
 """
 import argparse
 import json
+import statistics
 import sys
 
 import matplotlib
@@ -71,8 +72,8 @@ def curve(args):
         rows = [r for r in load(path) if r["n_gen"] > 0]
         lines = {}
         for r in rows:
-            s = sorted(r["samples_ts"])
-            lines.setdefault((r["overflow"], r["n_threads"]), []).append((r["n_gpu_layers"], s[len(s) // 2]))
+            lines.setdefault((r["overflow"], r["n_threads"]), []).append((r["n_gpu_layers"],
+                                                                          statistics.median(r["samples_ts"])))
         for (overflow, threads), pts in lines.items():
             pts.sort()
             ax.plot(*zip(*pts), "-", marker="o", color=next(colours),

@@ -118,23 +118,6 @@ static inline __attribute__((always_inline)) void ktile_pair(__m256i ra, __m256i
     *w2 = _mm256_unpackhi_epi32(ra, rb);
 }
 
-// hsum8 of eight accumulators at once, in its order of additions (halves,
-// then lanes 0 + 2 and 1 + 3, then the two), sum j in lane j: 22 shuffles
-// and adds where eight hsum8 take 48 -- a row of few blocks spends as much
-// on its sums as on a block.
-static inline __attribute__((always_inline)) __m256 hsum8_x8(const __m256 a[8]) {
-    __m256 h[4], w[2];
-    for (int k = 0; k < 4; k++)  // [a_2k | a_2k+1]: high half + low half
-        h[k] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * k], a[2 * k + 1], 0x31),
-                             _mm256_permute2f128_ps(a[2 * k], a[2 * k + 1], 0x20));
-    for (int k = 0; k < 2; k++)  // lanes (0 + 2, 1 + 3) of each
-        w[k] = _mm256_add_ps(_mm256_shuffle_ps(h[2 * k], h[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)),
-                             _mm256_shuffle_ps(h[2 * k], h[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)));
-    const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));  // inputs 0, 2, 4, 6 | 1, 3, 5, 7
-}
-
 // hsum4 of the eight four-lane accumulators m[p] holds (inputs 2p, 2p + 1),
 // in the same order of additions.
 static inline __attribute__((always_inline)) __m256 hsum4_x8(const __m256 m[4]) {
@@ -145,6 +128,18 @@ static inline __attribute__((always_inline)) __m256 hsum4_x8(const __m256 m[4]) 
     const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
                                    _mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
     return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// hsum8 of eight accumulators at once, in its order of additions (halves,
+// then lanes 0 + 2 and 1 + 3, then the two), sum j in lane j: 22 shuffles
+// and adds where eight hsum8 take 48 -- a row of few blocks spends as much
+// on its sums as on a block.
+static inline __attribute__((always_inline)) __m256 hsum8_x8(const __m256 a[8]) {
+    __m256 h[4];
+    for (int k = 0; k < 4; k++)  // [a_2k | a_2k+1]: high half + low half
+        h[k] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * k], a[2 * k + 1], 0x31),
+                             _mm256_permute2f128_ps(a[2 * k], a[2 * k + 1], 0x20));
+    return hsum4_x8(h);  // inputs 0, 2, 4, 6 | 1, 3, 5, 7 come out in order
 }
 
 // The first nb of eight sums to out[j * ldo].

@@ -339,6 +339,11 @@ static att_layout layout_of(int n_ctx, int head_dim) {
 
 size_t cpu_attention_scratch_floats(int n_ctx, int head_dim) { return ATT_GROUP * layout_of(n_ctx, head_dim).stride; }
 
+// The layout of a query's share of scratch_floats (cpu_attention_scratch_floats' inverse).
+static att_layout layout_of_scratch(size_t scratch_floats, int head_dim) {
+    return layout_of((int)(scratch_floats / ATT_GROUP - 65 * (size_t)head_dim - 16), head_dim);
+}
+
 static void attention_group(const cpu_kernels *kern, const cpu_kv *kv, const att_query *qs, int n, int head_dim,
                             float scale, float *scratch, att_layout lay) {
     const bool flash = kv->k_type != GGML_TYPE_F16 || kv->v_type != GGML_TYPE_F16;
@@ -392,7 +397,7 @@ void cpu_attention_head(float *out, const float *q, const cpu_kv *kv, int t0, in
                         float *scratch, size_t scratch_floats) {
     const att_query one = {q, out, t0, t1};
     attention_group(cpu_kernels_get(), kv, &one, 1, head_dim, scale, scratch,
-                    layout_of((int)(scratch_floats / ATT_GROUP - 65 * (size_t)head_dim - 16), head_dim));
+                    layout_of_scratch(scratch_floats, head_dim));
 }
 
 void cpu_to_f16(seam_f16 *dst, const float *src, int64_t n) {
@@ -453,7 +458,7 @@ void cpu_attention(seam_pool *pool, int n, float *out, int64_t out_stride, const
     attention_job job = {
         .n = n, .out = out, .out_stride = out_stride, .q = q, .q_stride = q_stride, .kv = kv, .n_heads = n_heads, .group = group, .head_dim = head_dim, .t0 = t0, .t1 = t1, .scale = scale,
         .scratch = scratch, .scratch_floats = scratch_floats,
-        .lay = layout_of((int)(scratch_floats / ATT_GROUP - 65 * (size_t)head_dim - 16), head_dim),
+        .lay = layout_of_scratch(scratch_floats, head_dim),
         .per_job = per_job, .jobs_per_kv = (per_kv + per_job - 1) / per_job,
     };
     pool_run(pool, attention_share, &job);
