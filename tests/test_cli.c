@@ -246,6 +246,19 @@ Test(cli, context_and_cache_limits, .timeout = 120) {
     expect_failure(ARGS("bench", "-m", MODEL, "-p", "65", "-n", "0"), "trained");
 }
 
+// seam plan --hw plans what a run would: -c's default (512, lowered to the
+// micro model's 64) and the cache flags reach its plan.
+Test(cli, plan_predicts_with_the_run_defaults, .timeout = 120) {
+    const char *const args[] = {"plan", "-m", MODEL, "-ngl", "1", "--hw", SEAM_SOURCE_DIR "/models/hw/h200.hw", NULL};
+    result r = run(args);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "plan --hw failed:\n%s", r.err);
+    cr_assert(strstr(r.out, "filled to 64 positions") && strstr(r.out, "\n    1 "), "no prediction row:\n%s%s", r.out,
+              r.err);
+    result_free(&r);
+    expect_failure(ARGS("plan", "-m", MODEL, "-ngl", "1", "--hw", SEAM_SOURCE_DIR "/models/hw/h200.hw", "-ctk", "q8_0"),
+                   "multiple of 32");
+}
+
 Test(cli, gpu_layers_without_a_gpu, .timeout = 120) {
     // more layers than the model has: refused on any machine
     expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ngl", "5"), "gpu-layers");
