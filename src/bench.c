@@ -418,8 +418,8 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                 }
                 finish_row(row);
                 seam_memstat now;
-                memstat_read(&now);
-                row->mem = now.rss > base->rss ? now.rss - base->rss : 0;
+                memstat_read(&now, &m->file);
+                row->mem = memstat_host(base, &now);
                 row->mem_pred = pred.host;
                 row->gpu_mem = base->gpu_free > now.gpu_free ? base->gpu_free - now.gpu_free : 0;
                 row->gpu_mem_pred = pred.gpu;
@@ -454,7 +454,7 @@ int cmd_bench(int argc, char **argv) {
             continue;
         }
         seam_memstat base;
-        memstat_read(&base);
+        memstat_read(&base, NULL);
         gguf_prefetch(&m.file);
         for (int ti = 0; ti < o.threads.n; ti++)
             for (int gi = 0; gi < o.gpu_layers.n; gi++)

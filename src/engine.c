@@ -68,7 +68,7 @@ uint64_t engine_scratch_bytes(const seam_config *c, int n_ctx) {
     void **buf[STATE_BUFFERS];
     size_t bytes[STATE_BUFFERS];
     state_layout(&s, c, n_ctx, buf, bytes);
-    uint64_t sum = prefill_batch_bytes(c);
+    uint64_t sum = prefill_batch_bytes(c) + (uint64_t)n_ctx * sizeof(seam_token_time);
     for (int i = 0; i < STATE_BUFFERS; i++) sum += bytes[i];
     return sum;
 }
@@ -92,6 +92,10 @@ int engine_init_kv(seam_engine *eng, const seam_model *m, int n_ctx, seam_kv_con
     if (!(s->batch = prefill_batch_new(c, e)) || kv_alloc(&s->kv, c, kv, n_ctx, e)) {
         engine_free(eng);
         return -1;
+    }
+    if (timeline_reserve_tokens(&eng->timeline, (size_t)n_ctx)) {
+        engine_free(eng);
+        return seam_fail(e, "out of memory for the timeline of %d tokens", n_ctx);
     }
     return 0;
 }

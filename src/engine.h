@@ -71,7 +71,8 @@ void engine_free(seam_engine *eng);
 
 // Bytes of host memory engine_init allocates besides the KV cache: one
 // token's activations with one thread's attention scratch (each thread of
-// engine_set_threads adds cpu_attention_scratch_floats), and a prompt's batch.
+// engine_set_threads adds cpu_attention_scratch_floats), a prompt's batch,
+// and the timeline's records of n_ctx tokens.
 uint64_t engine_scratch_bytes(const seam_config *c, int n_ctx);
 
 // Runs the CPU layers on n_threads threads (the caller and n_threads - 1

@@ -363,7 +363,7 @@ static int session_prompt(session *s, const options *o) {
 // What the session holds now beside what its plan predicts (stderr).
 static void session_memory(const session *s, const char *when) {
     seam_memstat now;
-    memstat_read(&now);
+    memstat_read(&now, &s->model.file);
     memstat_report(stderr, when, &s->base, &now, &s->pred);
 }
 
@@ -381,7 +381,7 @@ static int session_open(session *s, const options *o, int n_extra) {
         fprintf(stderr, "seam: no text: %s\n", err.msg);
         s->tok = NULL;
     }
-    memstat_read(&s->base);
+    memstat_read(&s->base, NULL);
     gguf_prefetch(&s->model.file);
     seam_plan plan;
     if (make_plan(o, &s->model, true, &plan) || session_prompt(s, o)) {

@@ -17,6 +17,17 @@ void timeline_free(seam_timeline *t) {
     memset(t, 0, sizeof *t);
 }
 
+int timeline_reserve_tokens(seam_timeline *t, size_t n) {
+    if (n <= t->cap_tokens) return 0;
+    seam_token_time *p = seam_alloc_resident(n * sizeof *p);
+    if (!p) return -1;
+    if (t->n_tokens) memcpy(p, t->tokens, t->n_tokens * sizeof *p);
+    free(t->tokens);
+    t->tokens = p;
+    t->cap_tokens = n;
+    return 0;
+}
+
 // Appends one element of `size` bytes to a growing array.
 static int push(void **items, size_t *n, size_t *cap, const void *item, size_t size) {
     if (*n == *cap) {

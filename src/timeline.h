@@ -50,6 +50,10 @@ typedef struct {
 
 void timeline_init(seam_timeline *t);
 void timeline_free(seam_timeline *t);
+// Room for n token records, written through at once (seam_alloc_resident):
+// a run of up to n tokens then holds no more memory than at its start, as
+// the plan counts it (engine_scratch_bytes). -1 when out of memory.
+int timeline_reserve_tokens(seam_timeline *t, size_t n);
 int timeline_add_crossing(seam_timeline *t, const seam_crossing *c);
 int timeline_add_token(seam_timeline *t, const seam_token_time *tt);
 
