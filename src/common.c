@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +17,13 @@ int seam_fail(seam_error *e, const char *fmt, ...) {
         va_end(ap);
     }
     return -1;
+}
+
+char *seam_trim(char *s) {
+    while (isspace((unsigned char)*s)) s++;
+    char *end = s + strlen(s);
+    while (end > s && isspace((unsigned char)end[-1])) *--end = 0;
+    return s;
 }
 
 double seam_now(void) {

@@ -47,6 +47,10 @@ static inline uint64_t seam_align_up(uint64_t x, uint64_t alignment) {
 // flag names the option in the message.
 int seam_parse_int_list(const char *flag, const char *s, int lo, int hi, int *v, int max, int *n, seam_error *e);
 
+// s without its leading and trailing white space (isspace), the trailing
+// part cut in place: the one rule of seam's key = value files.
+char *seam_trim(char *s);
+
 // Monotonic wall clock in seconds.
 double seam_now(void);
 

@@ -87,6 +87,9 @@ typedef enum {
 // number that is no type (gaps, removed types, out of range).
 bool ggml_type_layout(uint32_t type, uint32_t *block_elems, uint32_t *block_bytes);
 const char *ggml_type_name(uint32_t type);  // "Q4_K", or "?" when unknown
+// The type named name in any case ("Q4_K", "q4_k": shape and hardware files
+// are typed by people); -1 for a name that is no type.
+int ggml_type_find(const char *name);
 
 // Bytes of a row of n elements (n a multiple of the block size).
 uint64_t ggml_row_bytes(uint32_t type, uint64_t n);

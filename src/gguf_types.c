@@ -2,6 +2,8 @@
 // so that the reader can validate files whose types seam does not compute.
 #include "gguf.h"
 
+#include <strings.h>
+
 #include "gguf_format.h"
 
 typedef struct {
@@ -39,6 +41,12 @@ bool ggml_type_layout(uint32_t type, uint32_t *block_elems, uint32_t *block_byte
 const char *ggml_type_name(uint32_t type) {
     if (type >= GGML_TYPE_COUNT || LAYOUTS[type].name == NULL) return "?";
     return LAYOUTS[type].name;
+}
+
+int ggml_type_find(const char *name) {
+    for (uint32_t t = 0; t < GGML_TYPE_COUNT; t++)
+        if (LAYOUTS[t].name && !strcasecmp(name, LAYOUTS[t].name)) return (int)t;
+    return -1;
 }
 
 uint64_t ggml_row_bytes(uint32_t type, uint64_t n) {

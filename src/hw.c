@@ -1,7 +1,6 @@
 // hw.c — hardware profiles: parsing, loading by name, measuring this CPU.
 #include "hw.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -28,13 +27,6 @@ static bool is_optional(hw_key k) {
            k == HW_GPU_COUNT;
 }
 static bool is_count(hw_key k) { return k == HW_CPU_THREADS || k == HW_GPU_KERNELS_PER_LAYER || k == HW_GPU_COUNT; }
-
-static char *trim(char *s) {
-    while (isspace((unsigned char)*s)) s++;
-    char *end = s + strlen(s);
-    while (end > s && isspace((unsigned char)end[-1])) *--end = 0;
-    return s;
-}
 
 // The value of key k (or of a dot rate) checked: positive and finite, an
 // efficiency at most 1, a count a whole number.
@@ -78,13 +70,13 @@ int hw_parse(hw_profile *hw, const char *text, const char *label, seam_error *e)
         line[len] = 0;
         p += len + (p[len] == '\n');
         char *hash = strchr(line, '#'), *src = NULL;
-        if (hash) *hash = 0, src = trim(hash + 1);
-        char *s = trim(line);
+        if (hash) *hash = 0, src = seam_trim(hash + 1);
+        char *s = seam_trim(line);
         if (!*s) continue;  // a blank or comment line
         char *eq = strchr(s, '=');
         if (!eq) return seam_fail(e, "%s: expected 'key = value  # source'", where);
         *eq = 0;
-        const char *key = trim(s), *val = trim(eq + 1);
+        const char *key = seam_trim(s), *val = seam_trim(eq + 1);
         if (!strcmp(key, "name")) {
             if (!*val || strlen(val) >= sizeof hw->name) return seam_fail(e, "%s: 'name' wants a short name", where);
             snprintf(hw->name, sizeof hw->name, "%s", val);
@@ -99,9 +91,7 @@ int hw_parse(hw_profile *hw, const char *text, const char *label, seam_error *e)
                    stream = !strncmp(key, "cpu_stream_gbs.", 15);
         if (rate || row || stream) {  // cpu_dot_gbs.Q4_K, cpu_dot_row_ns.Q4_K, cpu_stream_gbs.Q4_K
             const char *tname = strchr(key, '.') + 1;
-            int type = -1;
-            for (int t = 0; t < GGML_TYPE_COUNT && type < 0; t++)
-                if (!strcasecmp(tname, ggml_type_name((uint32_t)t))) type = t;
+            const int type = ggml_type_find(tname);
             if (type < 0) return seam_fail(e, "%s: unknown weight type in '%s' (e.g. cpu_dot_gbs.Q4_K)", where, key);
             double *slot = rate ? &hw->cpu_dot_gbs[type] : row ? &hw->cpu_dot_row_ns[type] : &hw->cpu_stream_gbs[type];
             if (*slot > 0) return seam_fail(e, "%s: '%s' given twice", where, key);

@@ -28,13 +28,6 @@ typedef struct {
     int kv_heads, head_dim, ctx, eps, rope;
 } keys_set;
 
-// The ggml type whose name is `name` ("Q8_0"); -1 for none.
-static int type_named(const char *name) {
-    for (uint32_t t = 0; t < GGML_TYPE_COUNT; t++)
-        if (!strcmp(ggml_type_name(t), name)) return (int)t;
-    return -1;
-}
-
 static int parse_int(const char *v, int lo, int hi, int *out) {
     char *end;
     errno = 0;
@@ -42,13 +35,6 @@ static int parse_int(const char *v, int lo, int hi, int *out) {
     if (errno || *end || end == v || x < lo || x > hi) return -1;
     *out = (int)x;
     return 0;
-}
-
-static char *trim(char *s) {
-    while (*s == ' ' || *s == '\t') s++;
-    char *end = s + strlen(s);
-    while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' || end[-1] == '\r')) *--end = 0;
-    return s;
 }
 
 static int set_arch_key(seam_shape *sh, keys_set *set, const char *k, const char *v) {
@@ -84,7 +70,7 @@ int shape_read(const char *path, seam_shape *sh, seam_error *e) {
         lineno++;
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
-        char *s = trim(line);
+        char *s = seam_trim(line);
         if (!*s) continue;
         char *eq = strchr(s, '=');
         if (!eq) {
@@ -92,7 +78,7 @@ int shape_read(const char *path, seam_shape *sh, seam_error *e) {
             break;
         }
         *eq = 0;
-        char *k = trim(s), *v = trim(eq + 1);
+        char *k = seam_trim(s), *v = seam_trim(eq + 1);
         if (!strcmp(k, "general.architecture")) snprintf(sh->arch, sizeof sh->arch, "%s", v);
         else if (!strcmp(k, "general.name")) snprintf(sh->name, sizeof sh->name, "%s", v);
         else if (!strcmp(k, "vocab_size")) rc = parse_int(v, 16, 1 << 24, &sh->n_vocab);
@@ -100,7 +86,7 @@ int shape_read(const char *path, seam_shape *sh, seam_error *e) {
         else if (!strcmp(k, "ftype")) snprintf(sh->ftype, sizeof sh->ftype, "%s", v);
         else if (!strcmp(k, "tie_word_embeddings")) sh->tied = !strcmp(v, "true") || !strcmp(v, "1");
         else if (!strncmp(k, "tensor_type.", 12)) {
-            const int t = type_named(v);
+            const int t = ggml_type_find(v);
             if (t < 0 || sh->n_type_of == 8 || strlen(k + 12) >= sizeof sh->type_of[0].name) rc = -1;
             else {
                 snprintf(sh->type_of[sh->n_type_of].name, sizeof sh->type_of[0].name, "%s", k + 12);
