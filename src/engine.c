@@ -40,26 +40,28 @@ int engine_init(seam_engine *eng, const seam_model *m, int n_ctx, seam_error *e)
 enum { STATE_BUFFERS = 14 };
 
 // seam_state's buffers besides the KV cache and the batch, and their bytes:
-// one list for engine_init_kv's allocations and engine_scratch_bytes.
+// one list for engine_init_kv's allocations, engine_scratch_bytes and
+// engine_free (bytes NULL: the buffers only, c unread).
 static void state_layout(seam_state *s, const seam_config *c, int n_ctx, void **buf[STATE_BUFFERS],
                          size_t bytes[STATE_BUFFERS]) {
+    void **const fields[STATE_BUFFERS] = {
+        (void **)&s->x,  (void **)&s->xb,  (void **)&s->xb2,    (void **)&s->q,      (void **)&s->k,
+        (void **)&s->v,  (void **)&s->att, (void **)&s->hb,     (void **)&s->hb2,    (void **)&s->router,
+        (void **)&s->moe, (void **)&s->logits, (void **)&s->rope_angles, &s->act,
+    };
+    memcpy(buf, fields, sizeof fields);
+    if (!bytes) return;
     const size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     const size_t wide = q_dim > (size_t)c->n_embd ? q_dim : (size_t)c->n_embd;
     // an MoE model's layers all run experts: its feed_forward_length is unused
     // (and unchecked by any tensor), so it must not size a buffer
     const size_t n_hidden = (size_t)(c->n_expert ? c->n_ff_exp : c->n_ff);
     const size_t widest = wide > n_hidden ? wide : n_hidden, f = sizeof(float);
-    void **const fields[STATE_BUFFERS] = {
-        (void **)&s->x,  (void **)&s->xb,  (void **)&s->xb2,    (void **)&s->q,      (void **)&s->k,
-        (void **)&s->v,  (void **)&s->att, (void **)&s->hb,     (void **)&s->hb2,    (void **)&s->router,
-        (void **)&s->moe, (void **)&s->logits, (void **)&s->rope_angles, &s->act,
-    };
     const size_t sizes[STATE_BUFFERS] = {
         f * c->n_embd, f * wide, f * c->n_embd, f * q_dim, f * kv_dim, f * kv_dim,
         f * cpu_attention_scratch_floats(n_ctx, c->head_dim), f * n_hidden, f * n_hidden, f * (c->n_expert + 1),
         f * c->n_embd, f * c->n_vocab, f * 2 * c->rope_dim, cpu_matvec_scratch_bytes((int64_t)widest),
     };
-    memcpy(buf, fields, sizeof fields);
     memcpy(bytes, sizes, sizeof sizes);
 }
 
@@ -102,8 +104,9 @@ int engine_init_kv(seam_engine *eng, const seam_model *m, int n_ctx, seam_kv_con
 
 void engine_free(seam_engine *eng) {
     seam_state *s = &eng->s;
-    free(s->x), free(s->xb), free(s->xb2), free(s->q), free(s->k), free(s->v), free(s->att);
-    free(s->hb), free(s->hb2), free(s->router), free(s->moe), free(s->logits), free(s->rope_angles), free(s->act);
+    void **buf[STATE_BUFFERS];
+    state_layout(s, NULL, 0, buf, NULL);
+    for (int i = 0; i < STATE_BUFFERS; i++) free(*buf[i]);
     prefill_batch_free(s->batch);
     free(s->kv.mem);
     pool_destroy(eng->pool);

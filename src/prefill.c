@@ -38,20 +38,23 @@ typedef struct prefill_batch batch;
 
 enum { BATCH_BUFFERS = 18 };
 
-// The batch's buffers and their bytes, in one list for allocating them and
-// for counting them (prefill_batch_bytes).
+// The batch's buffers and their bytes, in one list for allocating them, for
+// counting them (prefill_batch_bytes) and for freeing them (bytes NULL: the
+// buffers only, c unread).
 static void batch_layout(batch *b, const seam_config *c, void **buf[BATCH_BUFFERS], size_t bytes[BATCH_BUFFERS]) {
-    const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    const size_t ku = c->n_expert ? (size_t)c->n_expert_used : 1, rows = BATCH * ku, f = sizeof(float);
-    b->wide = q_dim > c->n_embd ? q_dim : c->n_embd;
-    b->hidden = c->n_expert ? c->n_ff_exp : c->n_ff;
-    const int widest = b->wide > b->hidden ? b->wide : b->hidden;
     void **const fields[BATCH_BUFFERS] = {
         (void **)&b->x,      (void **)&b->xb,     (void **)&b->xb2,    (void **)&b->q,     (void **)&b->k,
         (void **)&b->v,      (void **)&b->hb,     (void **)&b->hb2,    (void **)&b->eout,  (void **)&b->router,
         (void **)&b->chosen, (void **)&b->weight, (void **)&b->pair,   (void **)&b->slot,  (void **)&b->first,
         &b->act,             &b->act2,            (void **)&b->rope_angles,
     };
+    memcpy(buf, fields, sizeof fields);
+    if (!bytes) return;
+    const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    const size_t ku = c->n_expert ? (size_t)c->n_expert_used : 1, rows = BATCH * ku, f = sizeof(float);
+    b->wide = q_dim > c->n_embd ? q_dim : c->n_embd;
+    b->hidden = c->n_expert ? c->n_ff_exp : c->n_ff;
+    const int widest = b->wide > b->hidden ? b->wide : b->hidden;
     const size_t sizes[BATCH_BUFFERS] = {
         f * BATCH * c->n_embd, f * BATCH * b->wide, f * BATCH * c->n_embd, f * BATCH * q_dim, f * BATCH * kv_dim,
         f * BATCH * kv_dim, f * rows * b->hidden, f * rows * b->hidden, f * rows * c->n_embd,
@@ -59,7 +62,6 @@ static void batch_layout(batch *b, const seam_config *c, void **buf[BATCH_BUFFER
         sizeof(int) * (c->n_expert + 1), rows * cpu_matvec_scratch_bytes(widest), rows * cpu_matvec_scratch_bytes(widest),
         f * BATCH * 2 * c->rope_dim,
     };
-    memcpy(buf, fields, sizeof fields);
     memcpy(bytes, sizes, sizeof sizes);
 }
 
@@ -75,9 +77,9 @@ uint64_t prefill_batch_bytes(const seam_config *c) {
 
 void prefill_batch_free(batch *b) {
     if (!b) return;
-    free(b->x), free(b->xb), free(b->xb2), free(b->q), free(b->k), free(b->v), free(b->hb), free(b->hb2);
-    free(b->eout), free(b->router), free(b->chosen), free(b->weight), free(b->pair), free(b->slot), free(b->first);
-    free(b->act), free(b->act2), free(b->rope_angles);
+    void **buf[BATCH_BUFFERS];
+    batch_layout(b, NULL, buf, NULL);
+    for (int i = 0; i < BATCH_BUFFERS; i++) free(*buf[i]);
     free(b);
 }
 
