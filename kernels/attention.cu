@@ -31,18 +31,13 @@ extern "C" int seam_cuda_softmax(seam_cuda_stream *s, float *x, int rows, int n,
 // ---------------------------------------------------------------- KV append
 
 // Row r of a cache of type (kv_dim values) gets x: thread i writes value i
-// (f16, seam_f32_to_f16's rounding) or block i (q8_0, seam_quantize_row_q8_0's
-// arithmetic: 127 / amax, products rounded half to even), bit for bit.
+// (f16, seam_f32_to_f16's rounding) or block i (q8_0, quantize_q8_0_block
+// alone), bit for bit.
 __device__ inline void kv_store(void *cache, uint32_t type, size_t r, const float *__restrict__ x, int kv_dim, int i) {
     if (type == GGML_TYPE_Q8_0) {
         if (i >= kv_dim / QK8_0) return;
         block_q8_0 *b = (block_q8_0 *)((uint8_t *)cache + r * (size_t)(kv_dim / QK8_0) * sizeof(block_q8_0)) + i;
-        const float *xb = x + i * QK8_0;
-        float amax = 0.0f;
-        for (int j = 0; j < QK8_0; j++) amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
-        const float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
-        b->d = f16_bits(d);
-        for (int j = 0; j < QK8_0; j++) b->qs[j] = (int8_t)rintf(fmaxf(-127.0f, fminf(127.0f, xb[j] * id)));
+        b->d = quantize_q8_0_block<QK8_0>(x + i * QK8_0, b->qs);
     } else {
         if (i < kv_dim) ((uint16_t *)cache)[r * (size_t)kv_dim + i] = f16_bits(x[i]);
     }
@@ -110,7 +105,8 @@ extern "C" int seam_cuda_fwht(seam_cuda_stream *s, float *x, int n, int block, s
 // a group reads one position's key or value row of the head, each lane 8
 // values (an f16 row's 16 bytes, or 8 bytes of a q8_0 block and its scale),
 // so a warp reads 32/G whole rows at once. Position t's row is t % rows of
-// the cache (a sliding layer keeps a ring).
+// the cache (a sliding layer keeps a ring): the window's n <= rows positions
+// run from row t0 % rows, wrapping at most once (ring_row).
 //   1. q in K's dot type, each lane keeping its 8: rounded to f16, or
 //      quantised to q8_0 as cpu_quantize_input does (the block's 4 lanes
 //      share its largest magnitude).
@@ -169,23 +165,22 @@ template <bool Q8> __device__ inline void chunk_values(const chunk8 &ch, float v
 
 // The query's 8 values as the dot takes them. f16: rounded (qi unused).
 // q8_0: quants qi and the block's scale in *dq (every lane of the block
-// agrees), from the block's largest magnitude across its 4 lanes.
+// agrees), the block's 4 lanes quantising it together (quantize_q8_0_block).
 template <bool Q8> __device__ inline void query_chunk(const float x[8], float qf[8], int qi[8], float *dq) {
     if (!Q8) {
 #pragma unroll
         for (int k = 0; k < 8; k++) qf[k] = f16_to_f32(f16_bits(x[k]));
         return;
     }
-    float amax = 0.0f;
+    int8_t q[8];
+    *dq = f16_to_f32(quantize_q8_0_block<8>(x, q));
 #pragma unroll
-    for (int k = 0; k < 8; k++) amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
-    *dq = f16_to_f32(f16_bits(amax / 127.f));
-#pragma unroll
-    for (int k = 0; k < 8; k++) qi[k] = (int)rintf(fmaxf(-127.0f, fminf(127.0f, x[k] * id)));
+    for (int k = 0; k < 8; k++) qi[k] = q[k];
 }
+
+// The row of the window's i-th position (i < n <= rows), its first in row r0
+// < rows: r0 + i < 2 rows, so one subtraction wraps it, not a division.
+__device__ inline int ring_row(int r0, int i, int rows) { return r0 + i < rows ? r0 + i : r0 + i - rows; }
 
 template <bool K8> __device__ inline float chunk_dot(const float qf[8], const int qi[8], float dq, const chunk8 &k) {
     if (!K8) {
@@ -219,7 +214,7 @@ __global__ __launch_bounds__(ATT_THREADS) void attention_kernel(float *__restric
         for (int d = tid; d < head_dim; d += ATT_THREADS) o[d] = __int_as_float(0x7fc00000);
         return;
     }
-    const int t1 = pos + 1, t0 = n_swa > 0 && t1 > n_swa ? t1 - n_swa : 0, n = t1 - t0;
+    const int t1 = pos + 1, t0 = n_swa > 0 && t1 > n_swa ? t1 - n_swa : 0, n = t1 - t0, r0 = t0 % rows;
     const int chunks = head_dim / 8;
     int G = 1;
     while (G < chunks) G *= 2;
@@ -249,7 +244,7 @@ __global__ __launch_bounds__(ATT_THREADS) void attention_kernel(float *__restric
 #pragma unroll
         for (int u = 0; u < ATT_INFLIGHT; u++) {
             const int i = base + u * n_groups + g;
-            kv[u] = active && i < n ? load_chunk<K8>(kh + (size_t)((t0 + i) % rows) * k_row, c)
+            kv[u] = active && i < n ? load_chunk<K8>(kh + (size_t)ring_row(r0, i, rows) * k_row, c)
                                     : chunk8{make_uint4(0, 0, 0, 0), 0.0f};
         }
 #pragma unroll
@@ -275,7 +270,7 @@ __global__ __launch_bounds__(ATT_THREADS) void attention_kernel(float *__restric
 #pragma unroll
             for (int u = 0; u < ATT_INFLIGHT; u++) {
                 const int i = base + u * n_groups;
-                vv[u] = i < n ? load_chunk<V8>(vh + (size_t)((t0 + i) % rows) * v_row, c)
+                vv[u] = i < n ? load_chunk<V8>(vh + (size_t)ring_row(r0, i, rows) * v_row, c)
                               : chunk8{make_uint4(0, 0, 0, 0), 0.0f};
                 p[u] = i < n ? (flash ? att[i] : f16_to_f32(f16_bits(att[i]))) : 0.0f;
             }

@@ -111,6 +111,28 @@ template <class T, class Op> __device__ inline T block_reduce(T v, Op op) {
     return partial[0];
 }
 
+// ---------------------------------------------------------------- q8_0
+
+// One q8_0 block (32 values) quantised as seam_quantize_row_q8_0, bit for
+// bit: the block is held by 32 / N consecutive lanes of a warp, N values a
+// lane (x; the quants into q). Its largest magnitude (a NaN never wins, as
+// in the reference's scan), the multiplier 127 / amax, each product clamped
+// to +-127 (a NaN or infinite one too) and rounded half to even. Returns the
+// block's scale amax / 127 as f16 bits. With N < 32 every lane of the warp
+// must call it (the block's lanes meet in shuffles).
+template <int N> __device__ inline uint16_t quantize_q8_0_block(const float *x, int8_t *q) {
+    static_assert(N >= 1 && N <= QK8_0 && QK8_0 % N == 0, "a lane holds a whole share of the block");
+    float amax = 0.0f;
+#pragma unroll
+    for (int j = 0; j < N; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+#pragma unroll
+    for (int off = 1; off < QK8_0 / N; off *= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+#pragma unroll
+    for (int j = 0; j < N; j++) q[j] = (int8_t)rintf(fmaxf(-127.0f, fminf(127.0f, x[j] * id)));
+    return f16_bits(amax / 127.f);
+}
+
 // ---------------------------------------------------------------- softmax
 
 // x (n) = softmax(x) by the calling block, as cpu_softmax: max, expf(x - max)

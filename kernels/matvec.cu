@@ -56,16 +56,15 @@ __global__ __launch_bounds__(32 * Q_WARPS) void quantize_q8_K_kernel(const float
 }
 
 // x (n_blocks * 32) -> Q8_0 (the device layout), as seam_quantize_row_q8_0
-// (multiplier 127/amax, ties to even; d the value of its f16). Lane l holds x[l].
+// (quantize_q8_0_block over the warp; d the value of its f16). Lane l holds
+// x[l]; a warp past the last block leaves as a whole.
 __global__ __launch_bounds__(32 * Q_WARPS) void quantize_q8_0_kernel(const float *__restrict__ x, int8_t *__restrict__ qs,
                                                                      float *__restrict__ d, int n_blocks) {
     const int b = blockIdx.x * Q_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (b >= n_blocks) return;
     const float v = x[(size_t)b * QK8_0 + lane];
-    const float amax = warp_reduce(fmaxf(fabsf(v), 0.0f), op_max());  // fmaxf: a NaN counts as 0
-    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
-    if (lane == 0) d[b] = f16_to_f32(f16_bits(amax / 127.f));
-    qs[(size_t)b * QK8_0 + lane] = (int8_t)__float2int_rn(v * id);
+    const float scale = f16_to_f32(quantize_q8_0_block<1>(&v, qs + (size_t)b * QK8_0 + lane));
+    if (lane == 0) d[b] = scale;
 }
 
 // x (n) -> f16, as seam_f32_to_f16.

@@ -240,13 +240,27 @@ Test(cuda, quantize_matches_reference_bitwise) {
         cr_assert(memcmp(bsums + 16 * b, k[b].bsums, sizeof k[b].bsums) == 0, "Q8_K block %d: bsums differ", b);
     }
 
+    // q8_0 (quantize_q8_0_block, which the KV append and the attention's
+    // query share), then again with a NaN in block 0 and block 1's largest
+    // magnitude subnormal (127 / amax infinite): the reference clamps such
+    // products to +-127
     block_q8_0 z[4 * QK_K / QK8_0];
-    seam_quantize_row_q8_0(x, z, n);
-    OK(seam_cuda_quantize(NULL, GGML_TYPE_Q5_0, dx, dact, n, &err));
-    to_host(got, dact, seam_cuda_matvec_scratch_bytes(n));
-    for (int b = 0; b < n / QK8_0; b++) {
-        cr_assert(memcmp(got + b * QK8_0, z[b].qs, QK8_0) == 0, "Q8_0 block %d: quants differ", b);
-        cr_assert_eq(((const float *)(got + n))[b], seam_f16_to_f32(z[b].d), "Q8_0 block %d: d differs", b);
+    for (int edges = 0; edges < 2; edges++) {
+        if (edges) {
+            x[5] = NAN;
+            for (int j = 0; j < QK8_0; j++) x[QK8_0 + j] = (float)(j % 3 - 1) * 1e-39f;
+            seam_cuda_free(dx);
+            dx = dev_from(x, sizeof(float) * n);
+        }
+        seam_quantize_row_q8_0(x, z, n);
+        OK(seam_cuda_quantize(NULL, GGML_TYPE_Q5_0, dx, dact, n, &err));
+        to_host(got, dact, seam_cuda_matvec_scratch_bytes(n));
+        for (int b = 0; b < n / QK8_0; b++) {
+            cr_assert(memcmp(got + b * QK8_0, z[b].qs, QK8_0) == 0, "Q8_0 block %d%s: quants differ", b,
+                      edges ? " (NaN and subnormal inputs)" : "");
+            cr_assert_eq(((const float *)(got + n))[b], seam_f16_to_f32(z[b].d), "Q8_0 block %d%s: d differs", b,
+                         edges ? " (NaN and subnormal inputs)" : "");
+        }
     }
 
     seam_f16 *h = malloc(sizeof(seam_f16) * n);
