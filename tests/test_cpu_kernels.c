@@ -181,6 +181,41 @@ Test(kernels, float_types_bitwise) {
             for (int rep = 0; rep < 20; rep++) check_dot(types[t], lengths[l], &rng);
 }
 
+// F16 rows against a query as attention's scores take them: many rows (the
+// fast kernel takes rows eight at a time when a row has leftovers past its
+// blocks of 64, and the last few one by one), head sizes with leftovers of
+// every kind (32: all leftovers; 80, 100: blocks then leftovers, 100 with a
+// few past the last 8), each score bitwise seam_vec_dot.
+Test(kernels, f16_scores_in_eights_bitwise) {
+    static const int64_t lengths[] = {8, 24, 32, 40, 64, 80, 100, 128, 160};
+    enum { ROWS = 27 };
+    const cpu_kernels *sets[CPU_KERNEL_SETS];
+    const int n_sets = cpu_kernels_all(sets);
+    uint64_t rng = 11;
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+        const int64_t n = lengths[l];
+        const size_t row_bytes = (size_t)(n + 8) * sizeof(seam_f16);  // rows apart by more than their length
+        uint8_t *w = malloc(ROWS * row_bytes);
+        for (int r = 0; r < ROWS; r++)
+            for (int64_t i = 0; i < n; i++)
+                ((seam_f16 *)(w + r * row_bytes))[i] = seam_f32_to_f16(ldexpf(test_rng_normal(&rng), (int)(i % 9) - 4));
+        seam_f16 q[160];
+        for (int64_t i = 0; i < n; i++) q[i] = seam_f32_to_f16(test_rng_normal(&rng));
+        for (int i = 1; i < n_sets; i++)
+            for (int n_rows = 1; n_rows <= ROWS; n_rows += n_rows < 9 ? 1 : 9) {
+                float got[ROWS];
+                sets[i]->dot[GGML_TYPE_F16](GGML_TYPE_F16, w, row_bytes, n_rows, q, sizeof q, 1, n, got, ROWS);
+                for (int r = 0; r < n_rows; r++) {
+                    const float want = seam_vec_dot(GGML_TYPE_F16, w + r * row_bytes, q, n);
+                    cr_assert(test_bits_of(got[r]) == test_bits_of(want),
+                              "F16 scores (%s) n=%ld, %d rows: row %d = %.9g, want %.9g", sets[i]->name, (long)n,
+                              n_rows, r, got[r], want);
+                }
+            }
+        free(w);
+    }
+}
+
 // The end of a run of `len` positions from c0, within [.., t1).
 static int c1_of(int c0, int len, int t1) { return t1 - c0 < len ? t1 : c0 + len; }
 

@@ -98,23 +98,63 @@ ROWS_KERNEL(dot_f32, f32_row)
 // position against the query: the vector is converted to f32 once (exactly,
 // as every conversion of an f16 is), and each row's blocks of 64 take it
 // from there, so a row costs one conversion per 8 elements, not two.
-static inline __attribute__((always_inline)) float f16_f32_row(const seam_f16 *w, const float *y, const seam_f16 *a,
-                                                               int64_t n) {
-    __m256 acc[8];
+static inline __attribute__((always_inline)) double f16_f32_blocks(const seam_f16 *w, const float *y, int64_t n) {
     const int64_t done = n & ~(int64_t)63;
-    double sum = 0.0;
-    if (done) {
-        for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
-        for (int64_t i = 0; i < done; i += 64)
-            for (int k = 0; k < 8; k++) {
-                const int64_t e = i + 8 * k;
-                acc[k] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + e))),
-                                         _mm256_loadu_ps(y + e), acc[k]);
-            }
-        sum = reduce_4x16(acc);
+    if (!done) return 0.0;
+    __m256 acc[8];
+    for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < done; i += 64)
+        for (int k = 0; k < 8; k++) {
+            const int64_t e = i + 8 * k;
+            acc[k] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + e))), _mm256_loadu_ps(y + e),
+                                     acc[k]);
+        }
+    return reduce_4x16(acc);
+}
+
+// The leftovers past the blocks (n % 64: all of a head of 32) are products
+// added one by one in double, a chain of dependent additions as long as the
+// leftovers -- at a head of 32 a score's whole cost, in latency. So rows go
+// eight at a time: 8 x 8 products formed in rows, transposed so that a
+// register holds one element of the eight rows, and each row's sum runs in
+// its own double lane, in its own order (sum[r] holds the blocks' sum).
+static inline void transpose8(__m256 p[8]) {
+    __m256 t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {  // rows k, k+1 interleaved: elements 0,1 | 4,5 and 2,3 | 6,7
+        t[k] = _mm256_unpacklo_ps(p[k], p[k + 1]);
+        t[k + 1] = _mm256_unpackhi_ps(p[k], p[k + 1]);
     }
-    for (int64_t i = done; i < n; i++) sum += (double)(f16_to_f32(w[i]) * f16_to_f32(a[i]));
-    return (float)sum;
+    for (int k = 0; k < 8; k += 4) {  // rows k..k+3: elements 0 | 4, 1 | 5, 2 | 6, 3 | 7
+        u[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int c = 0; c < 4; c++) {
+        p[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+        p[c + 4] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+}
+
+static inline void f16_leftovers_8(const uint8_t *rows, size_t row_bytes, const float *y, int64_t n, double sum[8]) {
+    const int64_t from = n & ~(int64_t)63, vec = from + ((n - from) & ~(int64_t)7);
+    __m256d lo = _mm256_loadu_pd(sum), hi = _mm256_loadu_pd(sum + 4);  // rows 0-3, 4-7
+    for (int64_t i = from; i < vec; i += 8) {
+        const __m256 yv = _mm256_loadu_ps(y + i);
+        __m256 p[8];
+        for (int r = 0; r < 8; r++)
+            p[r] = _mm256_mul_ps(
+                _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const seam_f16 *)(rows + r * row_bytes) + i))), yv);
+        transpose8(p);
+        for (int c = 0; c < 8; c++) {
+            lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(p[c])));
+            hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(p[c], 1)));
+        }
+    }
+    _mm256_storeu_pd(sum, lo), _mm256_storeu_pd(sum + 4, hi);
+    for (int r = 0; r < 8; r++)
+        for (int64_t i = vec; i < n; i++)
+            sum[r] += (double)(f16_to_f32(((const seam_f16 *)(rows + r * row_bytes))[i]) * y[i]);
 }
 
 static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
@@ -132,9 +172,23 @@ static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_ro
         const uint8_t *base = w;
         const size_t used = (size_t)n * sizeof(seam_f16);
         prefetch_start(base, n_rows, row_bytes, used);
-        for (int64_t r = 0; r < n_rows; r++) {
+        int64_t r = 0;
+        if (n % 64 >= 8)
+            for (; r + 8 <= n_rows; r += 8) {
+                double sum[8];
+                for (int k = 0; k < 8; k++) {
+                    prefetch_row(base, r + k, n_rows, row_bytes, used);
+                    sum[k] = f16_f32_blocks((const seam_f16 *)(base + (size_t)(r + k) * row_bytes), y, n);
+                }
+                f16_leftovers_8(base + (size_t)r * row_bytes, row_bytes, y, n, sum);
+                for (int k = 0; k < 8; k++) o[r + k] = (float)sum[k];
+            }
+        for (; r < n_rows; r++) {
             prefetch_row(base, r, n_rows, row_bytes, used);
-            o[r] = f16_f32_row((const seam_f16 *)(base + (size_t)r * row_bytes), y, a, n);
+            const seam_f16 *row = (const seam_f16 *)(base + (size_t)r * row_bytes);
+            double sum = f16_f32_blocks(row, y, n);
+            for (int64_t i = n & ~(int64_t)63; i < n; i++) sum += (double)(f16_to_f32(row[i]) * y[i]);
+            o[r] = (float)sum;
         }
     }
 }
