@@ -16,6 +16,7 @@
 #include "cpu/kernels.h"
 #include "cpu/ops.h"
 #include "cpu/pool.h"
+#include "exact.h"
 #include "helpers.h"
 #include "quant.h"
 
@@ -260,6 +261,71 @@ Test(kernels, attn_values_bitwise) {
                 }
         }
         free(v), free(ring), free(w), free(scratch);
+    }
+}
+
+// The value sums of a group of queries at once (values_group, where a set
+// has it), in runs of CPU_VALUES_RUN from the group's first position as
+// cpu_attention takes them: queries of 1..8 per group with ranges that start
+// and end anywhere (mid-run, mid-block, alike or apart, some meeting no
+// position of a run), head sizes with a tail past the last 16, rows whole and
+// in a ring that wraps, two of them infinite: each query's sums bitwise the
+// scalar set's alone.
+Test(kernels, attn_values_group_bitwise) {
+    static const int head_dims[] = {32, 72, 128, 256};
+    static const int ranges[][2] = {{0, 1},     {3, 40},   {0, 64},    {5, 200},   {130, 333}, {0, 2100},
+                                    {1000, 2141}, {511, 513}, {700, 1601}, {64, 1088}, {17, 18},   {1500, 2077}};
+    enum { N_RANGES = sizeof ranges / sizeof ranges[0], RING = 2100, N_POS = 2141 };
+    const cpu_kernels *sets[CPU_KERNEL_SETS];
+    const int n_sets = cpu_kernels_all(sets);
+    uint64_t rng = 12;
+    for (size_t hd = 0; hd < sizeof head_dims / sizeof head_dims[0]; hd++) {
+        const int head_dim = head_dims[hd], stride = 3 * head_dim;
+        seam_f16 *v = malloc(sizeof(seam_f16) * (size_t)N_POS * stride);
+        seam_f16 *ring = malloc(sizeof(seam_f16) * (size_t)RING * stride);
+        float *w = malloc(sizeof(float) * CPU_VALUES_GROUP * N_POS);
+        float *acc = malloc(sizeof(float) * CPU_VALUES_GROUP * 64 * (size_t)head_dim);
+        float *tile = malloc(sizeof(float) * cpu_values_tile_floats(head_dim));
+        float *want = malloc(sizeof(float) * N_RANGES * head_dim), *got = malloc(sizeof(float) * N_RANGES * head_dim);
+        for (int i = 0; i < N_POS * stride; i++) v[i] = seam_f32_to_f16(test_rng_normal(&rng));
+        // infinities, which a position outside a query's part must not reach (inf x 0 is NaN)
+        v[45 * stride + 1] = 0x7c00, v[1600 * stride + 3] = 0xfc00;
+        for (int t = 0; t < CPU_VALUES_GROUP * N_POS; t++) w[t] = 0.5f * (test_rng_uniform(&rng) + 1.0f) / 16;
+        for (int r = 0; r < N_RANGES; r++)  // query r takes the weights of slot r % 8
+            exact_attention_values(want + r * head_dim, w + (r % CPU_VALUES_GROUP) * N_POS, v, ranges[r][0], ranges[r][1],
+                                   head_dim, stride, N_POS, acc);
+        for (int i = 1; i < n_sets; i++) {
+            if (!sets[i]->values_group) continue;
+            for (int in_ring = 0; in_ring < 2; in_ring++)
+                for (int n = 1; n <= CPU_VALUES_GROUP; n++)
+                    for (int first = 0; first + n <= N_RANGES; first += n) {  // queries first..first+n-1
+                        cpu_values_query qs[CPU_VALUES_GROUP];
+                        int t0 = N_POS, t1 = 0;
+                        for (int m = 0; m < n; m++) {
+                            const int r = first + m;
+                            qs[m] = (cpu_values_query){.w = w + (r % CPU_VALUES_GROUP) * N_POS,
+                                                       .acc = acc + (size_t)m * 64 * head_dim,
+                                                       .out = got + r * head_dim, .t0 = ranges[r][0], .t1 = ranges[r][1]};
+                            t0 = qs[m].t0 < t0 ? qs[m].t0 : t0, t1 = qs[m].t1 > t1 ? qs[m].t1 : t1;
+                        }
+                        if (in_ring && t1 - t0 > RING) continue;  // the ring holds the last RING positions
+                        for (int t = t0; in_ring && t < t1; t++)
+                            memcpy(ring + (size_t)(t % RING) * stride, v + (size_t)t * stride, sizeof(seam_f16) * stride);
+                        for (int k = 0; k < CPU_VALUES_GROUP * 64 * head_dim; k++) acc[k] = NAN;
+                        for (int c0 = t0; c0 < t1; c0 += CPU_VALUES_RUN)
+                            sets[i]->values_group(qs, n, in_ring ? ring : v, c0, c1_of(c0, CPU_VALUES_RUN, t1), head_dim,
+                                                  stride, in_ring ? RING : N_POS, tile);
+                        for (int m = 0; m < n; m++)
+                            for (int d = 0; d < head_dim; d++) {
+                                const int r = first + m;
+                                cr_assert(test_bits_of(got[r * head_dim + d]) == test_bits_of(want[r * head_dim + d]),
+                                          "values_group (%s%s) head_dim %d, %d queries: [%d, %d) out[%d] = %.9g, want %.9g",
+                                          sets[i]->name, in_ring ? ", in a ring" : "", head_dim, n, ranges[r][0],
+                                          ranges[r][1], d, got[r * head_dim + d], want[r * head_dim + d]);
+                            }
+                    }
+        }
+        free(v), free(ring), free(w), free(acc), free(tile), free(want), free(got);
     }
 }
 

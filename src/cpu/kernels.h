@@ -53,6 +53,34 @@ typedef void (*cpu_attn_values_run_fn)(float *acc, const float *w, const seam_f1
                                        int head_dim, int64_t stride, int ring);
 typedef void (*cpu_attn_values_end_fn)(float *out, float *acc, int head_dim);
 
+// Optional (NULL where a set has none; the queries then take values_run and
+// values_end one by one): the value sums of n <= CPU_VALUES_GROUP queries
+// sharing a KV head, over one run of positions [c0, c1) with c1 - c0 <=
+// CPU_VALUES_RUN, bitwise what values_run and values_end give each query
+// alone: for each query whose range [t0, t1) meets the run, its lanes acc
+// (head_dim * 64 floats, the kernel's own layout, fresh where the part met
+// starts at t0) go on over the part met, and when the run reaches its t1,
+// out (head_dim) gets the sums. tile: cpu_values_tile_floats(head_dim)
+// floats of scratch, where a kernel keeps the run's rows turned around so
+// that every query takes each loaded value.
+#define CPU_VALUES_GROUP 8
+#define CPU_VALUES_RUN 512
+static inline size_t cpu_values_tile_floats(int head_dim) {
+    // the run's values transposed, f16 (head_dim, CPU_VALUES_RUN + 64), a
+    // row of zeros, f16 (head_dim), and each query's weights rounded to f16,
+    // f32 (CPU_VALUES_GROUP, CPU_VALUES_RUN + 64)
+    const size_t w = CPU_VALUES_RUN + 64, hd = (size_t)head_dim;
+    return (hd * w + hd + 1) / 2 + CPU_VALUES_GROUP * w;
+}
+typedef struct {
+    const float *w;  // (t1) the weights, indexed by position
+    float *acc;      // (head_dim * 64) its lanes
+    float *out;      // (head_dim)
+    int t0, t1;
+} cpu_values_query;
+typedef void (*cpu_attn_values_group_fn)(const cpu_values_query *qs, int n, const seam_f16 *v, int c0, int c1,
+                                         int head_dim, int64_t stride, int ring, float *tile);
+
 // Flash attention's online softmax and sum of values over the scores s, the
 // contract of exact_attention_flash_run and _end (src/exact.h); state holds
 // exact_flash_state_floats(head_dim) floats.
@@ -85,6 +113,7 @@ typedef struct {
     cpu_dot_fn dot[GGML_TYPE_COUNT];  // per weight type; every supported type is set
     cpu_attn_values_run_fn values_run;
     cpu_attn_values_end_fn values_end;
+    cpu_attn_values_group_fn values_group;  // NULL: values_run and values_end query by query
     cpu_attn_flash_run_fn flash_run;
     cpu_attn_flash_end_fn flash_end;
     cpu_to_f16_fn to_f16;

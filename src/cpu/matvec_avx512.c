@@ -457,6 +457,175 @@ WT_DOT(dot_q4_0, dot_q4_0_one, unpack_u8_q4_0, block_q4_0, 3)
 WT_DOT(dot_q5_0, dot_q5_0_one, unpack_u8_q5_0, block_q5_0, 4)
 WT_DOT(dot_q8_0, dot_q8_0_one, unpack_u8_q8_0, block_q8_0, 7)
 
+// ---------------------------------------------------------------------------
+// Attention's value sums for a group of queries (reference: exact_attention_
+// values_run and _end in src/exact.c, query by query): position t feeds lane
+// t % 16 of accumulator (t / 16) % 4 of every output dimension, in order of
+// t. Row by row (the AVX2 kernel) a register holds 8 dimensions of one lane,
+// so each query's 64 lanes x head_dim pass through memory, and each query
+// converts every row itself. Here the run's rows are turned around once for
+// the group -- tile[d][k] is dimension d of position base + k, f16 -- so that
+// 16 positions of one dimension are one register, exactly one accumulator's
+// 16 lanes: each loaded block of values serves the group's queries (three
+// at a time, two dimensions at a time), their four accumulators stay in
+// registers over the whole run, and the 4 x 16 reduction runs in registers
+// at the query's last position. A position outside a query's part is
+// masked out of its fused multiply-adds, as the reference never adds it.
+#define VT_W (CPU_VALUES_RUN + 64)  // a tile row: the run from c0 rounded down to 64
+
+// 8 rows of 16 f16 (dimensions d..d+15 of 8 positions) -> 16 columns: out[c]
+// holds dimension d + c of the 8 positions in its low half (c < 8) or d + c
+// - 8 in its high half, the usual 8 x 8 transpose in each 128-bit lane.
+static inline void transpose_8x16_f16(__m256i a[8]) {
+    __m256i b[8], c[8];
+    for (int k = 0; k < 4; k++) {
+        b[2 * k] = _mm256_unpacklo_epi16(a[2 * k], a[2 * k + 1]);
+        b[2 * k + 1] = _mm256_unpackhi_epi16(a[2 * k], a[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; k++) {
+        c[4 * k] = _mm256_unpacklo_epi32(b[4 * k], b[4 * k + 2]);
+        c[4 * k + 1] = _mm256_unpackhi_epi32(b[4 * k], b[4 * k + 2]);
+        c[4 * k + 2] = _mm256_unpacklo_epi32(b[4 * k + 1], b[4 * k + 3]);
+        c[4 * k + 3] = _mm256_unpackhi_epi32(b[4 * k + 1], b[4 * k + 3]);
+    }
+    for (int k = 0; k < 4; k++) {
+        a[2 * k] = _mm256_unpacklo_epi64(c[k], c[4 + k]);
+        a[2 * k + 1] = _mm256_unpackhi_epi64(c[k], c[4 + k]);
+    }
+}
+
+// Rows [c0, c1) (position t's at v + (t % ring) * stride) into the tile from
+// base = c0 rounded down to 64, and around them, to the end of the last 64,
+// the row of zeros `zero` (head_dim f16).
+static void values_tile(seam_f16 *tile, const seam_f16 *zero, const seam_f16 *v, int c0, int c1, int head_dim,
+                        int64_t stride, int ring) {
+    const int base = c0 & ~63, end = (c1 + 63) & ~63;
+    const int d16 = head_dim & ~15;
+    for (int t8 = base; t8 < end; t8 += 8) {
+        const int k = t8 - base;
+        const seam_f16 *row[8];
+        for (int r = 0; r < 8; r++) {
+            const int t = t8 + r;
+            row[r] = t >= c0 && t < c1 ? v + (int64_t)(t % ring) * stride : zero;
+        }
+        for (int d = 0; d < d16; d += 16) {
+            __m256i a[8];
+            for (int r = 0; r < 8; r++) a[r] = _mm256_loadu_si256((const __m256i *)(row[r] + d));
+            transpose_8x16_f16(a);
+            for (int c = 0; c < 8; c++) {
+                _mm_storeu_si128((__m128i *)(tile + (size_t)(d + c) * VT_W + k), _mm256_castsi256_si128(a[c]));
+                _mm_storeu_si128((__m128i *)(tile + (size_t)(d + 8 + c) * VT_W + k), _mm256_extracti128_si256(a[c], 1));
+            }
+        }
+        for (int d = d16; d < head_dim; d++)
+            for (int r = 0; r < 8; r++) tile[(size_t)d * VT_W + k + r] = row[r][d];
+    }
+}
+
+// The 16 lanes of one accumulator folded as exact_reduce16: halves, quarters, pairs.
+static inline float reduce16(__m512 a) {
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+    const __m256 t3 = _mm256_add_ps(hi, _mm512_castps512_ps256(a));
+    return hsum4(_mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3)));
+}
+
+// nq queries x nd dimensions from d: their accumulators in registers over
+// the run's 64-position groups (masks[q][g]: the positions of group g in
+// query q's part; all ones inside it, where the masked multiply-add is a
+// plain one).
+static inline __attribute__((always_inline)) void values_tile_queries(int nq, int nd, const cpu_values_query *const *qs,
+                                                                      const float *const *p, const bool *fresh,
+                                                                      const bool *last, const uint64_t masks[][VT_W / 64],
+                                                                      int n_groups, const seam_f16 *tile, int d) {
+    __m512 acc[3][2][4];
+#pragma GCC unroll 24
+    for (int q = 0; q < nq; q++)
+        for (int e = 0; e < nd; e++)
+            for (int j = 0; j < 4; j++)
+                acc[q][e][j] = fresh[q] ? _mm512_setzero_ps() : _mm512_loadu_ps(qs[q]->acc + ((size_t)(d + e) * 4 + j) * 16);
+    for (int g = 0; g < n_groups; g++) {
+        uint64_t m[3];
+#pragma GCC unroll 3
+        for (int q = 0; q < nq; q++) m[q] = masks[q][g];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            const int k = 64 * g + 16 * j;
+            __m512 x[2];
+#pragma GCC unroll 2
+            for (int e = 0; e < nd; e++)
+                x[e] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + (size_t)(d + e) * VT_W + k)));
+#pragma GCC unroll 3
+            for (int q = 0; q < nq; q++) {
+                const __m512 w = _mm512_loadu_ps(p[q] + k);
+                const __mmask16 mj = (__mmask16)(m[q] >> (16 * j));
+#pragma GCC unroll 2
+                for (int e = 0; e < nd; e++) acc[q][e][j] = _mm512_mask3_fmadd_ps(x[e], w, acc[q][e][j], mj);
+            }
+        }
+    }
+#pragma GCC unroll 3
+    for (int q = 0; q < nq; q++)
+#pragma GCC unroll 2
+        for (int e = 0; e < nd; e++) {
+            if (last[q]) {  // 0 += 2, 1 += 3, 0 += 1, then across the lanes
+                const __m512 a02 = _mm512_add_ps(acc[q][e][0], acc[q][e][2]);
+                qs[q]->out[d + e] = reduce16(_mm512_add_ps(a02, _mm512_add_ps(acc[q][e][1], acc[q][e][3])));
+            } else {
+                for (int j = 0; j < 4; j++) _mm512_storeu_ps(qs[q]->acc + ((size_t)(d + e) * 4 + j) * 16, acc[q][e][j]);
+            }
+        }
+}
+
+static void values_group(const cpu_values_query *qs, int n, const seam_f16 *v, int c0, int c1, int head_dim,
+                         int64_t stride, int ring, float *tile) {
+    const int base = c0 & ~63, n_groups = (((c1 + 63) & ~63) - base) / 64;
+    seam_f16 *vt = (seam_f16 *)tile, *zero = vt + (size_t)head_dim * VT_W;
+    float *weights = tile + cpu_values_tile_floats(head_dim) - CPU_VALUES_GROUP * VT_W;
+    memset(zero, 0, sizeof(seam_f16) * (size_t)head_dim);
+    values_tile(vt, zero, v, c0, c1, head_dim, stride, ring);
+    // the queries the run meets: their weights rounded to f16 (zero outside their part) and masks
+    const cpu_values_query *act[CPU_VALUES_GROUP];
+    const float *p[CPU_VALUES_GROUP];
+    bool fresh[CPU_VALUES_GROUP], last[CPU_VALUES_GROUP];
+    uint64_t masks[CPU_VALUES_GROUP][VT_W / 64];
+    int na = 0;
+    for (int i = 0; i < n; i++) {
+        const int a = c0 > qs[i].t0 ? c0 : qs[i].t0, b = c1 < qs[i].t1 ? c1 : qs[i].t1;
+        if (a >= b) continue;
+        float *pa = weights + (size_t)na * VT_W;
+        for (int g = 0; g < n_groups; g++) {
+            const int lo = a - base - 64 * g, hi = b - base - 64 * g;  // the part, within group g
+            const int l = lo < 0 ? 0 : lo > 64 ? 64 : lo, h = hi < 0 ? 0 : hi > 64 ? 64 : hi;
+            masks[na][g] = l >= h ? 0 : (h == 64 ? ~0ull : (1ull << h) - 1) & ~((1ull << l) - 1);
+            for (int j = 0; j < 4; j++) {
+                const __mmask16 m = (__mmask16)(masks[na][g] >> (16 * j));
+                const __m512 x = _mm512_maskz_loadu_ps(m, qs[i].w + base + 64 * g + 16 * j);
+                _mm512_storeu_ps(pa + 64 * g + 16 * j,
+                                 _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+            }
+        }
+        act[na] = &qs[i], p[na] = pa, fresh[na] = a == qs[i].t0, last[na] = b == qs[i].t1;
+        na++;
+    }
+    // the queries three at a time, the dimensions two at a time
+    for (int q0 = 0; q0 < na; q0 += 3) {
+        const int nq = na - q0 < 3 ? na - q0 : 3;
+        int d = 0;
+#define TILE(NQ, ND) values_tile_queries(NQ, ND, act + q0, p + q0, fresh + q0, last + q0, masks + q0, n_groups, vt, d)
+        for (; d + 2 <= head_dim; d += 2) {
+            if (nq == 3) TILE(3, 2);
+            else if (nq == 2) TILE(2, 2);
+            else TILE(1, 2);
+        }
+        for (; d < head_dim; d++) {
+            if (nq == 3) TILE(3, 1);
+            else if (nq == 2) TILE(2, 1);
+            else TILE(1, 1);
+        }
+#undef TILE
+    }
+}
+
 void cpu_kernels_fill_avx512(cpu_kernels *k) {
     k->name = "avx512";
     k->dot[GGML_TYPE_Q4_K] = dot_q4_K;
@@ -464,4 +633,5 @@ void cpu_kernels_fill_avx512(cpu_kernels *k) {
     k->dot[GGML_TYPE_Q4_0] = dot_q4_0;
     k->dot[GGML_TYPE_Q5_0] = dot_q5_0;
     k->dot[GGML_TYPE_Q8_0] = dot_q8_0;
+    k->values_group = values_group;
 }

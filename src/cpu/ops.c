@@ -309,14 +309,15 @@ void cpu_kv_store(uint32_t type, void *row, const float *x, int64_t n) {
 // order (the scores are independent dots, the sums over positions run in
 // order of position), so a group gives each query bitwise what it gives
 // alone.
-#define ATT_GROUP 8   // queries a group takes at most
+#define ATT_GROUP 8   // queries a group takes at most (CPU_VALUES_GROUP at most)
 #define ATT_RUN 256   // positions a run of rows covers: 64 KiB of a 128-wide f16 head's keys
-// Positions a run of V rows covers: 256 KiB of a 128-wide f16 head's values,
-// still in L2 for every query of the group. Longer than ATT_RUN because
-// each run costs every query a pass of its 64 lanes' accumulators through
-// memory (values_run), 64 x head_dim loads and stores: at 256 positions that
-// is a store and a load for every four multiply-adds.
-#define ATT_VALUES_RUN 1024
+// Positions a run of V rows covers: CPU_VALUES_RUN, 128 KiB of a 128-wide
+// f16 head's values, still in L2 for every query of the group (and turned
+// around into the tile of a set with values_group). Longer than ATT_RUN
+// because a run costs every query a pass of its 64 lanes' accumulators
+// through memory, 64 x head_dim loads and stores.
+#define ATT_VALUES_RUN CPU_VALUES_RUN
+_Static_assert(ATT_GROUP <= CPU_VALUES_GROUP, "values_group takes a whole group");
 
 typedef struct {
     const float *q;  // (head_dim)
@@ -337,11 +338,15 @@ static att_layout layout_of(int n_ctx, int head_dim) {
     return (att_layout){.stride = (size_t)n_ctx + 65 * hd + 16, .acc = (size_t)n_ctx, .qa = (size_t)n_ctx + 64 * hd};
 }
 
-size_t cpu_attention_scratch_floats(int n_ctx, int head_dim) { return ATT_GROUP * layout_of(n_ctx, head_dim).stride; }
+// A thread's scratch: ATT_GROUP queries' shares, then the values' tile.
+size_t cpu_attention_scratch_floats(int n_ctx, int head_dim) {
+    return ATT_GROUP * layout_of(n_ctx, head_dim).stride + cpu_values_tile_floats(head_dim);
+}
 
 // The layout of a query's share of scratch_floats (cpu_attention_scratch_floats' inverse).
 static att_layout layout_of_scratch(size_t scratch_floats, int head_dim) {
-    return layout_of((int)(scratch_floats / ATT_GROUP - 65 * (size_t)head_dim - 16), head_dim);
+    const size_t shares = scratch_floats - cpu_values_tile_floats(head_dim);
+    return layout_of((int)(shares / ATT_GROUP - 65 * (size_t)head_dim - 16), head_dim);
 }
 
 static void attention_group(const cpu_kernels *kern, const cpu_kv *kv, const att_query *qs, int n, int head_dim,
@@ -382,15 +387,24 @@ static void attention_group(const cpu_kernels *kern, const cpu_kv *kv, const att
     for (int i = 0; i < n; i++) kern->softmax(scratch + i * lay.stride, qs[i].t0, qs[i].t1, (qs[i].t1 + 15) / 16 * 16);
     const seam_f16 *v = (const seam_f16 *)kv->v;
     const int64_t v_stride = (int64_t)(kv->v_row / sizeof(seam_f16));
+    cpu_values_query vq[ATT_GROUP];
+    for (int i = 0; i < n; i++) {
+        float *att = scratch + i * lay.stride;
+        vq[i] = (cpu_values_query){.w = att, .acc = att + lay.acc, .out = qs[i].out, .t0 = qs[i].t0, .t1 = qs[i].t1};
+    }
     for (int c0 = t0; c0 < t1; c0 += ATT_VALUES_RUN) {
         const int c1 = t1 - c0 < ATT_VALUES_RUN ? t1 : c0 + ATT_VALUES_RUN;
+        if (kern->values_group) {
+            kern->values_group(vq, n, v, c0, c1, head_dim, v_stride, kv->ring, scratch + ATT_GROUP * lay.stride);
+            continue;
+        }
         for (int i = 0; i < n; i++) {
             const int a = c0 > qs[i].t0 ? c0 : qs[i].t0, b = c1 < qs[i].t1 ? c1 : qs[i].t1;
-            float *att = scratch + i * lay.stride;
-            if (a < b) kern->values_run(att + lay.acc, att, v, a, b, qs[i].t0, head_dim, v_stride, kv->ring);
+            if (a < b) kern->values_run(vq[i].acc, vq[i].w, v, a, b, qs[i].t0, head_dim, v_stride, kv->ring);
         }
     }
-    for (int i = 0; i < n; i++) kern->values_end(qs[i].out, scratch + i * lay.stride + lay.acc, head_dim);
+    if (!kern->values_group)
+        for (int i = 0; i < n; i++) kern->values_end(qs[i].out, vq[i].acc, head_dim);
 }
 
 void cpu_attention_head(float *out, const float *q, const cpu_kv *kv, int t0, int t1, int head_dim, float scale,
