@@ -182,14 +182,17 @@ Test(kernels, float_types_bitwise) {
             for (int rep = 0; rep < 20; rep++) check_dot(types[t], lengths[l], &rng);
 }
 
-// F16 rows against a query as attention's scores take them: many rows (the
-// fast kernel takes rows eight at a time when a row has leftovers past its
-// blocks of 64, and the last few one by one), head sizes with leftovers of
-// every kind (32: all leftovers; 80, 100: blocks then leftovers, 100 with a
-// few past the last 8), each score bitwise seam_vec_dot.
-Test(kernels, f16_scores_in_eights_bitwise) {
-    static const int64_t lengths[] = {8, 24, 32, 40, 64, 80, 100, 128, 160};
-    enum { ROWS = 27 };
+// F16 rows against queries as attention's scores take them: many rows (the
+// AVX2 kernel takes rows eight at a time when a row has leftovers past its
+// blocks of 64, the AVX-512 one sixteen at a time when it has none, and the
+// last few one by one), 1, 3 and 9 queries at once (the AVX-512 kernel
+// converts 8 at a time), head sizes with leftovers of every kind (32: all
+// leftovers; 80, 100: blocks then leftovers, 100 with a few past the last 8)
+// and none, each score bitwise seam_vec_dot.
+Test(kernels, f16_scores_bitwise) {
+    static const int64_t lengths[] = {8, 24, 32, 40, 64, 80, 100, 128, 160, 256};
+    static const int inputs[] = {1, 3, 9};
+    enum { ROWS = 40, INPUTS = 9, QSTRIDE = 264 };
     const cpu_kernels *sets[CPU_KERNEL_SETS];
     const int n_sets = cpu_kernels_all(sets);
     uint64_t rng = 11;
@@ -200,19 +203,23 @@ Test(kernels, f16_scores_in_eights_bitwise) {
         for (int r = 0; r < ROWS; r++)
             for (int64_t i = 0; i < n; i++)
                 ((seam_f16 *)(w + r * row_bytes))[i] = seam_f32_to_f16(ldexpf(test_rng_normal(&rng), (int)(i % 9) - 4));
-        seam_f16 q[160];
-        for (int64_t i = 0; i < n; i++) q[i] = seam_f32_to_f16(test_rng_normal(&rng));
+        seam_f16 q[INPUTS][QSTRIDE];
+        for (int j = 0; j < INPUTS; j++)
+            for (int64_t i = 0; i < n; i++) q[j][i] = seam_f32_to_f16(test_rng_normal(&rng));
         for (int i = 1; i < n_sets; i++)
-            for (int n_rows = 1; n_rows <= ROWS; n_rows += n_rows < 9 ? 1 : 9) {
-                float got[ROWS];
-                sets[i]->dot[GGML_TYPE_F16](GGML_TYPE_F16, w, row_bytes, n_rows, q, sizeof q, 1, n, got, ROWS);
-                for (int r = 0; r < n_rows; r++) {
-                    const float want = seam_vec_dot(GGML_TYPE_F16, w + r * row_bytes, q, n);
-                    cr_assert(test_bits_of(got[r]) == test_bits_of(want),
-                              "F16 scores (%s) n=%ld, %d rows: row %d = %.9g, want %.9g", sets[i]->name, (long)n,
-                              n_rows, r, got[r], want);
+            for (size_t in = 0; in < sizeof inputs / sizeof inputs[0]; in++)
+                for (int n_rows = 1; n_rows <= ROWS; n_rows += n_rows < 9 ? 1 : n_rows < 17 ? 7 : 8) {
+                    float got[INPUTS][ROWS];
+                    sets[i]->dot[GGML_TYPE_F16](GGML_TYPE_F16, w, row_bytes, n_rows, q, sizeof q[0], inputs[in], n,
+                                                got[0], ROWS);
+                    for (int j = 0; j < inputs[in]; j++)
+                        for (int r = 0; r < n_rows; r++) {
+                            const float want = seam_vec_dot(GGML_TYPE_F16, w + r * row_bytes, q[j], n);
+                            cr_assert(test_bits_of(got[j][r]) == test_bits_of(want),
+                                      "F16 scores (%s) n=%ld, %d rows, %d inputs: row %d input %d = %.9g, want %.9g",
+                                      sets[i]->name, (long)n, n_rows, inputs[in], r, j, got[j][r], want);
+                        }
                 }
-            }
         free(w);
     }
 }

@@ -458,6 +458,96 @@ WT_DOT(dot_q5_0, dot_q5_0_one, unpack_u8_q5_0, block_q5_0, 4)
 WT_DOT(dot_q8_0, dot_q8_0_one, unpack_u8_q8_0, block_q8_0, 7)
 
 // ---------------------------------------------------------------------------
+// F16 rows against f16 inputs of whole blocks of 64 (reference:
+// exact_dot_f16 in src/exact.c, ggml's ggml_vec_dot_f16): accumulator j of
+// the four holds elements 16j..16j+15 of every block, one register here.
+// Attention's scores (rows of 64-256) spend as much on the reduction of a
+// row's four accumulators as on its products, so rows go sixteen at a time:
+// their sums 0 += 2, 1 += 3, 0 += 1 are folded across the lanes together by
+// one transposing tree, each addition the reference's. Inputs with
+// leftovers past their blocks, or longer than F16_HOISTED, go to the AVX2
+// set's kernel (f16_narrow, set by cpu_kernels_fill_avx512 from the set it
+// builds on).
+#define F16_HOISTED 1024
+static cpu_dot_fn f16_narrow;
+
+// The 16 lanes of one accumulator folded as exact_reduce16: halves, quarters, pairs.
+static inline float reduce16(__m512 a) {
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+    const __m256 t3 = _mm256_add_ps(hi, _mm512_castps512_ps256(a));
+    return hsum4(_mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3)));
+}
+
+// 16 rows' folded accumulators -> their 16 sums as exact_reduce16 forms
+// each: halves (t3), quarters (t6), then (t6[0] + t6[2]) + (t6[1] + t6[3]),
+// each level on the rows side by side.
+static inline __m512 reduce16_x16(const __m512 s[16]) {
+    __m512 u[8], v[4], x[2];
+    for (int p = 0; p < 8; p++)  // rows 2p, 2p+1: t3 in each 256-bit half
+        u[p] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * p], s[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)),
+                             _mm512_shuffle_f32x4(s[2 * p], s[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)));
+    for (int p = 0; p < 4; p++)  // rows 4p..4p+3: t6 in each 128-bit lane
+        v[p] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * p], u[2 * p + 1], _MM_SHUFFLE(3, 1, 3, 1)),
+                             _mm512_shuffle_f32x4(u[2 * p], u[2 * p + 1], _MM_SHUFFLE(2, 0, 2, 0)));
+    for (int p = 0; p < 2; p++)  // lane L: rows 8p + L, 8p + 4 + L, each t6[0] + t6[2], t6[1] + t6[3]
+        x[p] = _mm512_add_ps(_mm512_shuffle_ps(v[2 * p], v[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(v[2 * p], v[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    // lane L: rows L, 4 + L, 8 + L, 12 + L; then back in order of rows
+    const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(x[0], x[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(x[0], x[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), z);
+}
+
+// One row's four accumulators over its blocks, folded 0 += 2, 1 += 3, 0 += 1.
+static inline __attribute__((always_inline)) __m512 f16_row_folded(const seam_f16 *w, const float *y, int64_t n) {
+    __m512 acc[4];
+    for (int j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 64)
+        for (int j = 0; j < 4; j++)
+            acc[j] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + i + 16 * j))),
+                                     _mm512_loadu_ps(y + i + 16 * j), acc[j]);
+    return _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
+}
+
+static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
+                    size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
+    if (n % 64 || n > F16_HOISTED) {
+        f16_narrow(type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);
+        return;
+    }
+    enum { INPUTS = 8 };  // inputs converted at once; each block of 16 rows serves them from L1
+    float y[INPUTS][F16_HOISTED];
+    const uint8_t *base = w;
+    const size_t used = (size_t)n * sizeof(seam_f16);
+    for (int j0 = 0; j0 < n_act; j0 += INPUTS) {
+        const int nj = n_act - j0 < INPUTS ? n_act - j0 : INPUTS;
+        for (int j = 0; j < nj; j++) {
+            const seam_f16 *a = (const seam_f16 *)((const uint8_t *)act + (size_t)(j0 + j) * act_stride);
+            for (int64_t i = 0; i < n; i += 16)
+                _mm512_storeu_ps(y[j] + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i))));
+        }
+        prefetch_start(base, n_rows, row_bytes, used);
+        for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
+            const int nr = n_rows - r0 < 16 ? (int)(n_rows - r0) : 16;
+            for (int r = 0; r < nr; r++) prefetch_row(base, r0 + r, n_rows, row_bytes, used);
+            const seam_f16 *row = (const seam_f16 *)(base + (size_t)r0 * row_bytes);
+            const size_t step = row_bytes / sizeof(seam_f16);
+            for (int j = 0; j < nj; j++) {
+                float *o = out + (int64_t)(j0 + j) * ldo + r0;
+                __m512 s[16];
+                if (nr == 16) {  // a constant count, so that the sums stay in registers
+#pragma GCC unroll 16
+                    for (int r = 0; r < 16; r++) s[r] = f16_row_folded(row + r * step, y[j], n);
+                    _mm512_storeu_ps(o, reduce16_x16(s));
+                } else {
+                    for (int r = 0; r < nr; r++) o[r] = reduce16(f16_row_folded(row + r * step, y[j], n));
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Attention's value sums for a group of queries (reference: exact_attention_
 // values_run and _end in src/exact.c, query by query): position t feeds lane
 // t % 16 of accumulator (t / 16) % 4 of every output dimension, in order of
@@ -520,13 +610,6 @@ static void values_tile(seam_f16 *tile, const seam_f16 *zero, const seam_f16 *v,
         for (int d = d16; d < head_dim; d++)
             for (int r = 0; r < 8; r++) tile[(size_t)d * VT_W + k + r] = row[r][d];
     }
-}
-
-// The 16 lanes of one accumulator folded as exact_reduce16: halves, quarters, pairs.
-static inline float reduce16(__m512 a) {
-    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
-    const __m256 t3 = _mm256_add_ps(hi, _mm512_castps512_ps256(a));
-    return hsum4(_mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3)));
 }
 
 // nq queries x nd dimensions from d: their accumulators in registers over
@@ -634,4 +717,6 @@ void cpu_kernels_fill_avx512(cpu_kernels *k) {
     k->dot[GGML_TYPE_Q5_0] = dot_q5_0;
     k->dot[GGML_TYPE_Q8_0] = dot_q8_0;
     k->values_group = values_group;
+    f16_narrow = k->dot[GGML_TYPE_F16];
+    k->dot[GGML_TYPE_F16] = dot_f16;
 }
