@@ -458,16 +458,20 @@ WT_DOT(dot_q5_0, dot_q5_0_one, unpack_u8_q5_0, block_q5_0, 4)
 WT_DOT(dot_q8_0, dot_q8_0_one, unpack_u8_q8_0, block_q8_0, 7)
 
 // ---------------------------------------------------------------------------
-// F16 rows against f16 inputs of whole blocks of 64 (reference:
-// exact_dot_f16 in src/exact.c, ggml's ggml_vec_dot_f16): accumulator j of
-// the four holds elements 16j..16j+15 of every block, one register here.
-// Attention's scores (rows of 64-256) spend as much on the reduction of a
-// row's four accumulators as on its products, so rows go sixteen at a time:
-// their sums 0 += 2, 1 += 3, 0 += 1 are folded across the lanes together by
-// one transposing tree, each addition the reference's. Inputs with
-// leftovers past their blocks, or longer than F16_HOISTED, go to the AVX2
-// set's kernel (f16_narrow, set by cpu_kernels_fill_avx512 from the set it
-// builds on).
+// F16 rows against f16 inputs (reference: exact_dot_f16 in src/exact.c,
+// ggml's ggml_vec_dot_f16): accumulator j of the four holds elements
+// 16j..16j+15 of every block of 64, one register here, and the leftovers
+// past the blocks are products added one by one in double. Attention's
+// scores (rows of 32-256) spend as much on the reduction of a row's four
+// accumulators as on its products, and at a head of 32 all is leftovers, a
+// chain of dependent double additions per row; so rows go sixteen at a time:
+// their sums 0 += 2, 1 += 3, 0 += 1 folded across the lanes together by one
+// transposing tree, and their leftovers' products transposed so that each
+// row's double chain runs in its own lane -- each addition the reference's,
+// in its order. Each block of rows serves up to 8 inputs from L1. Lengths
+// not a multiple of 16 or longer than F16_HOISTED, and the last rows short
+// of 16, go to the AVX2 set's kernel (f16_narrow, set by
+// cpu_kernels_fill_avx512 from the set it builds on).
 #define F16_HOISTED 1024
 static cpu_dot_fn f16_narrow;
 
@@ -509,16 +513,65 @@ static inline __attribute__((always_inline)) __m512 f16_row_folded(const seam_f1
     return _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
 }
 
+// The 16 x 16 transpose: r[e] holds element e of the 16 rows afterwards.
+static inline void transpose16(__m512 r[16]) {
+    __m512 a[16], b[16];
+    for (int i = 0; i < 8; i++) {  // lane L: rows 2i, 2i+1 of elements 4L, 4L+1 (a[2i]) and 4L+2, 4L+3
+        a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {  // b[4i + m], lane L: rows 4i..4i+3 of element 4L + m
+        const __m512d x0 = _mm512_castps_pd(a[4 * i]), x1 = _mm512_castps_pd(a[4 * i + 1]);
+        const __m512d x2 = _mm512_castps_pd(a[4 * i + 2]), x3 = _mm512_castps_pd(a[4 * i + 3]);
+        b[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(x0, x2));
+        b[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x0, x2));
+        b[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(x1, x3));
+        b[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(x1, x3));
+    }
+    for (int m = 0; m < 4; m++) {  // element 4L + m: lane L of b[m], b[4 + m], b[8 + m], b[12 + m]
+        const __m512 c0 = _mm512_shuffle_f32x4(b[m], b[4 + m], _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512 c1 = _mm512_shuffle_f32x4(b[m], b[4 + m], _MM_SHUFFLE(3, 1, 3, 1));
+        const __m512 c2 = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512 c3 = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], _MM_SHUFFLE(3, 1, 3, 1));
+        r[m] = _mm512_shuffle_f32x4(c0, c2, _MM_SHUFFLE(2, 0, 2, 0));
+        r[8 + m] = _mm512_shuffle_f32x4(c0, c2, _MM_SHUFFLE(3, 1, 3, 1));
+        r[4 + m] = _mm512_shuffle_f32x4(c1, c3, _MM_SHUFFLE(2, 0, 2, 0));
+        r[12 + m] = _mm512_shuffle_f32x4(c1, c3, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+static inline __m512 f32x16_of(__m256 lo, __m256 hi) {
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+}
+
+// 16 rows' leftovers (elements n & ~63 .. n - 1, a multiple of 16 of them)
+// added in double to their sums so far (rows 0-7 in lo, 8-15 in hi).
+static inline __attribute__((always_inline)) void f16_leftovers_16(const seam_f16 *row, size_t step, const float *y,
+                                                                   int64_t n, __m512d *lo, __m512d *hi) {
+    for (int64_t i = n & ~(int64_t)63; i < n; i += 16) {
+        const __m512 yv = _mm512_loadu_ps(y + i);
+        __m512 p[16];
+        for (int r = 0; r < 16; r++)
+            p[r] = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(row + r * step + i))), yv);
+        transpose16(p);
+        for (int e = 0; e < 16; e++) {
+            *lo = _mm512_add_pd(*lo, _mm512_cvtps_pd(_mm512_castps512_ps256(p[e])));
+            *hi = _mm512_add_pd(*hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p[e]), 1))));
+        }
+    }
+}
+
 static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
                     size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
-    if (n % 64 || n > F16_HOISTED) {
+    const int64_t whole = n_rows & ~(int64_t)15;  // rows in blocks of 16
+    if (n % 16 || n > F16_HOISTED || !whole) {
         f16_narrow(type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);
         return;
     }
-    enum { INPUTS = 8 };  // inputs converted at once; each block of 16 rows serves them from L1
+    enum { INPUTS = 8 };  // inputs converted at once
     float y[INPUTS][F16_HOISTED];
     const uint8_t *base = w;
-    const size_t used = (size_t)n * sizeof(seam_f16);
+    const size_t used = (size_t)n * sizeof(seam_f16), step = row_bytes / sizeof(seam_f16);
     for (int j0 = 0; j0 < n_act; j0 += INPUTS) {
         const int nj = n_act - j0 < INPUTS ? n_act - j0 : INPUTS;
         for (int j = 0; j < nj; j++) {
@@ -526,25 +579,32 @@ static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_ro
             for (int64_t i = 0; i < n; i += 16)
                 _mm512_storeu_ps(y[j] + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i))));
         }
-        prefetch_start(base, n_rows, row_bytes, used);
-        for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
-            const int nr = n_rows - r0 < 16 ? (int)(n_rows - r0) : 16;
-            for (int r = 0; r < nr; r++) prefetch_row(base, r0 + r, n_rows, row_bytes, used);
+        prefetch_start(base, whole, row_bytes, used);
+        for (int64_t r0 = 0; r0 < whole; r0 += 16) {
+            for (int r = 0; r < 16; r++) prefetch_row(base, r0 + r, whole, row_bytes, used);
             const seam_f16 *row = (const seam_f16 *)(base + (size_t)r0 * row_bytes);
-            const size_t step = row_bytes / sizeof(seam_f16);
             for (int j = 0; j < nj; j++) {
                 float *o = out + (int64_t)(j0 + j) * ldo + r0;
-                __m512 s[16];
-                if (nr == 16) {  // a constant count, so that the sums stay in registers
+                __m512 z = _mm512_setzero_ps();
+                if (n >= 64) {
+                    __m512 s[16];
 #pragma GCC unroll 16
-                    for (int r = 0; r < 16; r++) s[r] = f16_row_folded(row + r * step, y[j], n);
-                    _mm512_storeu_ps(o, reduce16_x16(s));
-                } else {
-                    for (int r = 0; r < nr; r++) o[r] = reduce16(f16_row_folded(row + r * step, y[j], n));
+                    for (int r = 0; r < 16; r++) s[r] = f16_row_folded(row + r * step, y[j], n & ~(int64_t)63);
+                    z = reduce16_x16(s);
                 }
+                if (n % 64) {
+                    __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(z));
+                    __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(z), 1)));
+                    f16_leftovers_16(row, step, y[j], n, &lo, &hi);
+                    z = f32x16_of(_mm512_cvtpd_ps(lo), _mm512_cvtpd_ps(hi));
+                }
+                _mm512_storeu_ps(o, z);
             }
         }
     }
+    if (whole < n_rows)
+        f16_narrow(type, base + (size_t)whole * row_bytes, row_bytes, n_rows - whole, act, act_stride, n_act, n,
+                   out + whole, ldo);
 }
 
 // ---------------------------------------------------------------------------

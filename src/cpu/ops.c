@@ -311,12 +311,14 @@ void cpu_kv_store(uint32_t type, void *row, const float *x, int64_t n) {
 // alone.
 #define ATT_GROUP 8   // queries a group takes at most (CPU_VALUES_GROUP at most)
 #define ATT_RUN 256   // positions a run of rows covers: 64 KiB of a 128-wide f16 head's keys
-// Positions a run of V rows covers: CPU_VALUES_RUN, 128 KiB of a 128-wide
-// f16 head's values, still in L2 for every query of the group (and turned
-// around into the tile of a set with values_group). Longer than ATT_RUN
-// because a run costs every query a pass of its 64 lanes' accumulators
-// through memory, 64 x head_dim loads and stores.
-#define ATT_VALUES_RUN CPU_VALUES_RUN
+// Positions a run of V rows covers, query by query (values_run): 256 KiB of
+// a 128-wide f16 head's values, still in L2 for every query of the group.
+// Longer than ATT_RUN because each run costs every query a pass of its 64
+// lanes' accumulators through memory, 64 x head_dim loads and stores: at
+// 256 positions that is a store and a load for every four multiply-adds.
+// A set with values_group takes runs of CPU_VALUES_RUN, the rows its tile
+// turns around.
+#define ATT_VALUES_RUN 1024
 _Static_assert(ATT_GROUP <= CPU_VALUES_GROUP, "values_group takes a whole group");
 
 typedef struct {
@@ -392,8 +394,9 @@ static void attention_group(const cpu_kernels *kern, const cpu_kv *kv, const att
         float *att = scratch + i * lay.stride;
         vq[i] = (cpu_values_query){.w = att, .acc = att + lay.acc, .out = qs[i].out, .t0 = qs[i].t0, .t1 = qs[i].t1};
     }
-    for (int c0 = t0; c0 < t1; c0 += ATT_VALUES_RUN) {
-        const int c1 = t1 - c0 < ATT_VALUES_RUN ? t1 : c0 + ATT_VALUES_RUN;
+    const int run = kern->values_group ? CPU_VALUES_RUN : ATT_VALUES_RUN;
+    for (int c0 = t0; c0 < t1; c0 += run) {
+        const int c1 = t1 - c0 < run ? t1 : c0 + run;
         if (kern->values_group) {
             kern->values_group(vq, n, v, c0, c1, head_dim, v_stride, kv->ring, scratch + ATT_GROUP * lay.stride);
             continue;
