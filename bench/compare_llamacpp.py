@@ -60,6 +60,8 @@ import subprocess
 import sys
 import time
 
+import seam_json
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -207,11 +209,8 @@ def run(cmd, timeout=1800):
 def seam_bench(seam, model, threads, tg, pp):
     """{'tg': tok/s, 'pp': tok/s} from one `seam bench` run: each test warmed up once, then measured once, as
     the llama.cpp runner does. threads None: seam's default."""
-    rc, out = run([seam, "bench", "-m", model, "-n", str(tg), "-p", str(pp), "-r", "1", "-o", "json"]
-                  + ([] if threads is None else ["-t", str(threads)]))
-    if rc:
-        raise RuntimeError(f"seam bench failed ({rc}):\n{out[-2000:]}")
-    rows = json.loads(out[out.index("["):out.rindex("]") + 1])
+    rows = seam_json.bench(seam, model, ["-n", str(tg), "-p", str(pp), "-r", "1"]
+                           + ([] if threads is None else ["-t", str(threads)]))
     return {("tg" if r["n_gen"] else "pp"): r["avg_ts"] for r in rows}
 
 
@@ -278,12 +277,9 @@ def depth_sweep(a):
             busy = wait_quiet(a.quiet_wait)
             records = []
             if engine == "seam":
-                rc, out = run([a.seam, "bench", "-m", a.model, "-t", str(a.threads), "-p", "0", "-n", str(a.tg),
-                               "-d", depths, "-r", str(a.reps), "-ctk", cache, "-ctv", cache, "-o", "json"],
-                              timeout=6 * 3600)
-                if rc:
-                    raise RuntimeError(f"seam bench failed ({rc}):\n{out[-2000:]}")
-                for r in json.loads(out[out.index("["):out.rindex("]") + 1]):
+                for r in seam_json.bench(a.seam, a.model, ["-t", str(a.threads), "-p", "0", "-n", str(a.tg), "-d",
+                                                           depths, "-r", str(a.reps), "-ctk", cache, "-ctv", cache],
+                                         timeout=6 * 3600):
                     records.append({"depth": r["n_depth"], "samples": r["samples_ts"], "kv_bytes": r["kv_bytes"],
                                     "weight_bytes": r["weight_bytes"], "rss": r["host_bytes"],
                                     "rss_predicted": r["host_predicted"]})

@@ -19,29 +19,25 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
+
+import seam_json
 
 
 def measure_profile(seam, model, threads, times, path):
     """`seam plan --hw this` measured `times` times on `threads` threads, each
-    key's median written to `path` as a hardware profile: one probe run is as
+    value's median written to `path` as a hardware profile: one probe run is as
     noisy as the machine, and every prediction of a round uses this one."""
-    runs = []
-    for _ in range(times):
-        plan = subprocess.run([seam, "plan", "-m", model, "-ngl", "0", "--hw", "this", "-t", threads, "-c", "1"],
-                              capture_output=True, text=True, check=True)
-        lines = plan.stderr.split("measured now:\n", 1)[1].splitlines()
-        runs.append({k.strip(): float(v.split("#")[0]) for k, v in (line.split("=", 1) for line in lines
-                                                                      if "=" in line and not line.startswith("name"))})
+    runs = [seam_json.plan(seam, model, ["-ngl", "0", "--hw", "this", "-t", threads, "-c", "1"])["profile"]
+            for _ in range(times)]
+    profile = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
     when = time.strftime("%Y-%m-%d %H:%M")
     with open(path, "w") as f:
-        f.write(f"name = this-median\n")
-        for key in runs[0]:
-            f.write(f"{key} = {statistics.median(r[key] for r in runs):.6g}  # measured: {when}, median of {times} "
-                    f"runs of seam plan --hw this -t {threads}\n")
-    return {key: statistics.median(r[key] for r in runs) for key in ("cpu_read_gbs", "cpu_read_gbs_1")}
+        f.write("name = this-median\n")
+        for key, value in profile.items():
+            f.write(f"{key} = {value:.6g}  # measured: {when}, median of {times} runs of seam plan --hw this -t {threads}\n")
+    return profile
 
 
 def run(args):
@@ -54,13 +50,10 @@ def run(args):
             hw = os.path.join(os.path.dirname(os.path.abspath(args.out)), f".predict-this-t{t}.hw")
             profile = measure_profile(args.seam, args.model[0], t, args.profile_runs, hw)
             for model in args.model:
-                plan = subprocess.run([args.seam, "plan", "-m", model, "-ngl", "0", "--hw", hw, "-t", t, "-c",
-                                       str(args.fill), "--json", "-"], capture_output=True, text=True, check=True)
-                pred = json.loads(plan.stdout)["predictions"][0]
-                bench = subprocess.run([args.seam, "bench", "-m", model, "-p", "0", "-n", str(args.gen), "-d", str(depth),
-                                        "-t", t, "-r", str(args.reps), "-o", "json"], capture_output=True, text=True,
-                                       check=True)
-                meas = json.loads(bench.stdout)[0]
+                pred = seam_json.plan(args.seam, model, ["-ngl", "0", "--hw", hw, "-t", t, "-c", str(args.fill)])
+                pred = pred["predictions"][0]
+                meas = seam_json.bench(args.seam, model, ["-p", "0", "-n", str(args.gen), "-d", str(depth), "-t", t,
+                                                          "-r", str(args.reps)])[0]
                 row = {"model": os.path.basename(model), "threads": int(t), "fill": args.fill, "n_gen": args.gen,
                        "depth": depth, "predicted": pred["tok_s"], "measured": statistics.median(meas["samples_ts"]),
                        "samples": meas["samples_ts"], "profile": profile, "when": time.strftime("%Y-%m-%d %H:%M")}

@@ -72,3 +72,10 @@ void *seam_alloc_resident(size_t bytes) {
     if (p) memset(p, 0, (size_t)n);
     return p;
 }
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void seam_sort_doubles(double *v, size_t n) { qsort(v, n, sizeof *v, cmp_double); }

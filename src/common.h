@@ -51,6 +51,9 @@ int seam_parse_int_list(const char *flag, const char *s, int lo, int hi, int *v,
 // part cut in place: the one rule of seam's key = value files.
 char *seam_trim(char *s);
 
+// v (n) sorted in ascending order (medians and percentiles of timings).
+void seam_sort_doubles(double *v, size_t n);
+
 // Monotonic wall clock in seconds.
 double seam_now(void);
 

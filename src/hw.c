@@ -12,7 +12,8 @@
 #include "cpu/speed.h"
 
 const char *const hw_key_name[HW_KEYS] = {
-    "cpu_threads", "cpu_read_gbs", "cpu_read_gbs_1", "cpu_attn_gbs", "cpu_attn_pos_ns", "cpu_call_us", "cpu_llc_mib",
+    "cpu_threads", "cpu_read_gbs", "cpu_read_gbs_1", "cpu_attn_read_gbs", "cpu_attn_gbs", "cpu_attn_pos_ns",
+    "cpu_call_us", "cpu_job_us", "cpu_wake_us", "cpu_llc_mib",
     "gpu_mem_gib", "gpu_peak_gbs", "gpu_efficiency", "gpu_kernel_us", "gpu_kernels_per_layer", "gpu_count",
     "launch_us", "pcie_gbs", "pcie_us",
 };
@@ -22,9 +23,9 @@ static const char *const SOURCES[] = {"measured", "published", "derived", "fitte
 // Which group a key belongs to, and whether the group needs it.
 static bool is_gpu_key(hw_key k) { return k >= HW_GPU_MEM_GIB; }
 static bool is_optional(hw_key k) {
-    return k == HW_CPU_THREADS || k == HW_CPU_READ_GBS_1 || k == HW_CPU_ATTN_GBS || k == HW_CPU_ATTN_POS_NS || k == HW_CPU_CALL_US || k == HW_CPU_LLC_MIB ||
-           k == HW_GPU_KERNELS_PER_LAYER ||
-           k == HW_GPU_COUNT;
+    return k == HW_CPU_THREADS || k == HW_CPU_READ_GBS_1 || k == HW_CPU_ATTN_READ_GBS || k == HW_CPU_ATTN_GBS ||
+           k == HW_CPU_ATTN_POS_NS || k == HW_CPU_CALL_US || k == HW_CPU_JOB_US || k == HW_CPU_WAKE_US ||
+           k == HW_CPU_LLC_MIB || k == HW_GPU_KERNELS_PER_LAYER || k == HW_GPU_COUNT;
 }
 static bool is_count(hw_key k) { return k == HW_CPU_THREADS || k == HW_GPU_KERNELS_PER_LAYER || k == HW_GPU_COUNT; }
 
@@ -123,6 +124,10 @@ int hw_parse(hw_profile *hw, const char *text, const char *label, seam_error *e)
                              hw_key_name[k], is_gpu_key((hw_key)k) ? "GPU" : "CPU",
                              is_gpu_key((hw_key)k) ? "gpu_*, launch_us and pcie_*" : "cpu_read_gbs");
     }
+    const int attn = hw->set[HW_CPU_ATTN_READ_GBS] + hw->set[HW_CPU_ATTN_GBS] + hw->set[HW_CPU_ATTN_POS_NS];
+    if (attn != 0 && attn != 3)
+        return seam_fail(e, "%s: cpu_attn_read_gbs, cpu_attn_gbs and cpu_attn_pos_ns go together (all three or none)",
+                         label);
     if (hw->set[HW_CPU_READ_GBS_1] && hw->v[HW_CPU_READ_GBS_1] > hw->v[HW_CPU_READ_GBS] * 1.5)
         return seam_fail(e, "%s: cpu_read_gbs_1 (%g) is far above cpu_read_gbs (%g): more threads never read slower",
                          label, hw->v[HW_CPU_READ_GBS_1], hw->v[HW_CPU_READ_GBS]);
@@ -171,6 +176,36 @@ static void set_measured(hw_profile *hw, hw_key k, double v, const char *when, c
     snprintf(hw->source[k], HW_SOURCE_LEN, "measured: %s, %s", when, how);
 }
 
+// A measured cost that noise can take to zero or below: the smallest a
+// profile holds (its values are positive).
+static double positive(double v) { return v > 0.01 ? v : 0.01; }
+
+// Attention on every thread at once over a cache four times the last-level
+// cache (at least 64 MiB): one query a KV head with heads of 64 and of 256,
+// and four with heads of 128, give the three costs of a KV head's position
+// for p queries of B bytes of K and V (hw.h):
+//   c(p, B) = B * read + p * (B * query + pos), in ns, read = 1 / attn_read_gbs, query = 1 / attn_gbs
+static int measure_attention(hw_profile *hw, seam_pool *pool, int n_threads, const char *when, seam_error *e) {
+    const double llc = hw->set[HW_CPU_LLC_MIB] ? hw->v[HW_CPU_LLC_MIB] * 1048576.0 : 0;
+    const uint64_t bytes = 4 * llc > 64.0 * 1048576 ? (uint64_t)(4 * llc) : 64ull << 20;
+    const double c1 = cpu_speed_attention(pool, 1, 64, bytes), c2 = cpu_speed_attention(pool, 1, 256, bytes),
+                 c4 = cpu_speed_attention(pool, 4, 128, bytes);
+    if (c1 < 0 || c2 < 0 || c4 < 0) return seam_fail(e, "out of memory measuring attention");
+    const double b1 = 64 * 4, b2 = 256 * 4, b4 = 128 * 4;  // K and V bytes of a position (f16)
+    const double both = (c2 - c1) / (b2 - b1), pos = positive(c1 - b1 * both);  // read + query, ns a byte
+    double query = (c4 - 4 * pos - b4 * both) / (3 * b4);
+    query = query > 0.01 * both ? query : 0.01 * both;
+    const double read = both - query > 0.01 * both ? both - query : 0.01 * both;
+    char how[160];
+    snprintf(how, sizeof how, "cpu_attention on %d thread%s over %.0f MiB of f16 caches (1024 positions), groups of "
+             "1 (heads of 64, 256) and 4 (128) (cpu_speed_attention)", n_threads, n_threads > 1 ? "s" : "",
+             bytes / 1048576.0);
+    set_measured(hw, HW_CPU_ATTN_READ_GBS, 1 / read, when, how);
+    set_measured(hw, HW_CPU_ATTN_GBS, 1 / query, when, how);
+    set_measured(hw, HW_CPU_ATTN_POS_NS, pos, when, how);
+    return 0;
+}
+
 int hw_measure_cpu(hw_profile *hw, int n_threads, seam_error *e) {
     memset(hw, 0, sizeof *hw);
     snprintf(hw->name, sizeof hw->name, "this");
@@ -195,14 +230,6 @@ int hw_measure_cpu(hw_profile *hw, int n_threads, seam_error *e) {
             rc = seam_fail(e, "out of memory measuring the kernels' streaming speed");
     if (rc) return pool_destroy(pool), -1;
     set_measured(hw, HW_CPU_THREADS, n_threads, when, "the threads the probes ran on (-t)");
-    // heads of 64 and of 256: a position costs pos_ns + its K and V bytes / gbs
-    const double a64 = cpu_speed_attention(64), a256 = cpu_speed_attention(256);
-    const double b64 = 64 * 2 * 2, b256 = 256 * 2 * 2;  // K and V bytes of a position
-    const double per_byte = (b256 / a256 - b64 / a64) / (b256 - b64), pos_ns = b64 / a64 - b64 * per_byte;
-    set_measured(hw, HW_CPU_ATTN_GBS, per_byte > 0 ? 1 / per_byte : a256, when,
-                 "one head over 512 cached positions of 32 layers, heads of 64 and 256 (cpu_speed_attention)");
-    set_measured(hw, HW_CPU_ATTN_POS_NS, pos_ns > 0.01 ? pos_ns : 0.01, when,
-                 "one head over 512 cached positions of 32 layers, heads of 64 and 256 (cpu_speed_attention)");
     // the kernel's view of the last cache (glibc's sysconf reads cpuid,
     // which a virtual machine may fill with its host's figure)
     FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
@@ -218,37 +245,61 @@ int hw_measure_cpu(hw_profile *hw, int n_threads, seam_error *e) {
         const uint32_t t = TYPES[i];
         const double bn = (double)ggml_row_bytes(t, 256), bw = (double)ggml_row_bytes(t, 4096);
         double narrow, wide;
-        if (cpu_speed_dot(t, 256, (int)((4 << 20) / bn), &fast, 1, &narrow) ||
-            cpu_speed_dot(t, 4096, (int)((4 << 20) / bw), &fast, 1, &wide))
-            return seam_fail(e, "out of memory measuring the dot kernels");
+        if ((narrow = cpu_speed_dot_all(pool, t, 256, (int)((4 << 20) / bn))) < 0 ||
+            (wide = cpu_speed_dot_all(pool, t, 4096, (int)((4 << 20) / bw))) < 0)
+            return pool_destroy(pool), seam_fail(e, "out of memory measuring the dot kernels");
         const double ns_per_byte = (bw / wide - bn / narrow) / (bw - bn), row_ns = bn / narrow - bn * ns_per_byte;
         hw->cpu_dot_gbs[t] = ns_per_byte > 0 ? 1 / ns_per_byte : wide;
-        hw->cpu_dot_row_ns[t] = row_ns > 0.01 ? row_ns : 0.01;  // noise can make it negative: none
+        hw->cpu_dot_row_ns[t] = positive(row_ns);
     }
-    snprintf(how, sizeof how, "128 matvecs of 256x256 Q4_K cycled on %d thread%s, less their kernels' time, median of 15 "
-             "(cpu_speed_matvec_call)", n_threads, n_threads > 1 ? "s" : "");
     set_measured(hw, HW_CPU_CALL_US,
-                 cpu_speed_matvec_call(pool, hw->cpu_dot_gbs[GGML_TYPE_Q4_K], hw->cpu_dot_row_ns[GGML_TYPE_Q4_K]), when, how);
+                 positive(cpu_speed_matvec_call(hw->cpu_dot_gbs[GGML_TYPE_Q4_K], hw->cpu_dot_row_ns[GGML_TYPE_Q4_K])),
+                 when, "128 matvecs of 256x256 Q4_K cycled on 1 thread, less their kernels' time, median of 15 "
+                       "(cpu_speed_matvec_call)");
+    if (pool) {
+        double job, wake;
+        cpu_speed_pool(pool, &job, &wake);
+        snprintf(how, sizeof how, "4001 jobs 2 us apart on %d threads, means less the slowest 1%% (cpu_speed_pool)", n_threads);
+        set_measured(hw, HW_CPU_JOB_US, positive(job), when, how);
+        set_measured(hw, HW_CPU_WAKE_US, positive(wake), when, how);
+    }
+    if (measure_attention(hw, pool, n_threads, when, e)) return pool_destroy(pool), -1;
     pool_destroy(pool);
     snprintf(hw->dot_source, sizeof hw->dot_source,
-             "measured: %s, the %s kernels: dot on 4 MiB of rows of 256 and of 4096 weights (cpu_speed_dot), "
-             "matvec streaming 256 MiB on %d thread%s (cpu_speed_stream)", when, fast->name, n_threads,
-             n_threads > 1 ? "s" : "");
+             "measured: %s, the %s kernels on %d thread%s: dot on 4 MiB of rows of 256 and of 4096 weights on each "
+             "thread at once (cpu_speed_dot_all), matvec streaming 256 MiB (cpu_speed_stream)", when, fast->name,
+             n_threads, n_threads > 1 ? "s" : "");
     hw->has_cpu = true;
     return 0;
 }
 
+// Every value of the profile in hw_write's order, as `key = value  # source`
+// lines or as the members of one JSON object.
+static void write_values(const hw_profile *hw, bool json, FILE *out) {
+    const char *fmt = json ? "%s\"%s%s\": %.6g" : "%s%s%s = %.6g  # %s\n";
+    const char *sep = json ? ", " : "";
+    int n = 0;
+    for (int k = 0; k < HW_KEYS; k++)
+        if (hw->set[k]) fprintf(out, fmt, json && n++ ? sep : "", hw_key_name[k], "", hw->v[k], hw->source[k]);
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) {
+        char key[64];
+        const double *per_type[] = {hw->cpu_dot_gbs, hw->cpu_dot_row_ns, hw->cpu_stream_gbs};
+        static const char *const names[] = {"cpu_dot_gbs.", "cpu_dot_row_ns.", "cpu_stream_gbs."};
+        for (int i = 0; i < 3; i++) {
+            if (!(per_type[i][t] > 0)) continue;
+            snprintf(key, sizeof key, "%s%s", names[i], ggml_type_name((uint32_t)t));
+            fprintf(out, fmt, json && n++ ? sep : "", key, "", per_type[i][t], hw->dot_source);
+        }
+    }
+}
+
 void hw_write(const hw_profile *hw, FILE *out) {
     fprintf(out, "name = %s\n", hw->name);
-    for (int k = 0; k < HW_KEYS; k++)
-        if (hw->set[k]) fprintf(out, "%s = %.6g  # %s\n", hw_key_name[k], hw->v[k], hw->source[k]);
-    for (int t = 0; t < GGML_TYPE_COUNT; t++)
-    {
-        const char *name = ggml_type_name((uint32_t)t);
-        if (hw->cpu_dot_gbs[t] > 0) fprintf(out, "cpu_dot_gbs.%s = %.4g  # %s\n", name, hw->cpu_dot_gbs[t], hw->dot_source);
-        if (hw->cpu_dot_row_ns[t] > 0)
-            fprintf(out, "cpu_dot_row_ns.%s = %.4g  # %s\n", name, hw->cpu_dot_row_ns[t], hw->dot_source);
-        if (hw->cpu_stream_gbs[t] > 0)
-            fprintf(out, "cpu_stream_gbs.%s = %.4g  # %s\n", name, hw->cpu_stream_gbs[t], hw->dot_source);
-    }
+    write_values(hw, false, out);
+}
+
+void hw_write_json(const hw_profile *hw, FILE *out) {
+    fprintf(out, "{");
+    write_values(hw, true, out);
+    fprintf(out, "}");
 }

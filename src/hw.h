@@ -29,9 +29,15 @@ typedef enum {
     HW_CPU_THREADS,     // optional: threads that reach cpu_read_gbs (the default of seam plan -t; else 1)
     HW_CPU_READ_GBS,    // read bandwidth on cpu_threads threads, GB/s
     HW_CPU_READ_GBS_1,  // one thread's read bandwidth, GB/s: fewer threads read min(t * this, cpu_read_gbs)
-    HW_CPU_ATTN_GBS,    // optional: one thread's attention speed, bytes of cached K and V per query head per second (GB/s)
-    HW_CPU_ATTN_POS_NS, // optional: and its fixed cost per position (score, softmax, weight), ns
-    HW_CPU_CALL_US,     // optional: what one matvec (or attention) call costs beyond its bytes and rows, us
+    // attention on cpu_threads threads at once (optional, all three or none): a thread's job is one
+    // KV head's positions for the p query heads of its group it takes; a position costs it
+    // K+V bytes / attn_read_gbs + p * (K+V bytes / attn_gbs + attn_pos_ns)
+    HW_CPU_ATTN_READ_GBS,  // the KV head's K and V bytes read, GB/s per thread, the cache past the last-level cache
+    HW_CPU_ATTN_GBS,    // each query's dot and weighted sum over them, GB/s of K and V bytes per thread
+    HW_CPU_ATTN_POS_NS, // each query's fixed cost per position (scale, softmax, weight), ns
+    HW_CPU_CALL_US,     // optional: what one matvec call costs its calling thread beyond its bytes and rows, us
+    HW_CPU_JOB_US,      // optional: a pool job's fixed cost on cpu_threads threads (open, close, wait), us
+    HW_CPU_WAKE_US,     // optional: how long after a job opens the first worker takes part, us
     HW_CPU_LLC_MIB,     // optional: last-level cache; a CPU part whose weights fit runs at its kernels' in-cache speed
     // GPU
     HW_GPU_MEM_GIB,     // memory of one card, GiB
@@ -79,10 +85,14 @@ int hw_load(hw_profile *hw, const char *name_or_path, seam_error *e);
 
 // This machine's CPU measured now on up to n_threads threads: the memory
 // probe's read bandwidth (src/cpu/membw.c), the dot kernels' speed per type,
-// attention's speed and the pool's job cost. Takes a few seconds.
+// a call's and a pool job's fixed costs, and attention's costs on all the
+// threads at once. Takes a few seconds.
 int hw_measure_cpu(hw_profile *hw, int n_threads, seam_error *e);
 
 // The profile as `key = value  # source` lines (a file hw_parse reads back).
 void hw_write(const hw_profile *hw, FILE *out);
+// Its values as one JSON object, {"cpu_read_gbs": 20.5, "cpu_dot_gbs.Q4_K": 22, ...}
+// (hw_write's keys; no trailing newline).
+void hw_write_json(const hw_profile *hw, FILE *out);
 
 #endif

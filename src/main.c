@@ -646,9 +646,12 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
     req.gpu_budget = o->gpu_mem ? o->gpu_mem : hw.has_gpu ? (uint64_t)(cards * hw.v[HW_GPU_MEM_GIB] * 1073741824.0) : 0;
     FILE *json = !o->json_path ? NULL : strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
     if (o->json_path && !json) return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), 1;
-    if (json)
-        fprintf(json, "{\"model\": \"%s\", \"hw\": \"%s\", \"n_ctx\": %d, \"head\": \"%s\", \"predictions\": [", label,
-                hw.name, req.n_ctx, o->head < 0 ? "auto" : o->head == DEV_CPU ? "cpu" : "gpu");
+    if (json) {
+        fprintf(json, "{\"model\": \"%s\", \"hw\": \"%s\", \"profile\": ", label, hw.name);
+        hw_write_json(&hw, json);
+        fprintf(json, ", \"n_ctx\": %d, \"head\": \"%s\", \"predictions\": [", req.n_ctx,
+                o->head < 0 ? "auto" : o->head == DEV_CPU ? "cpu" : "gpu");
+    }
     FILE *table = json == stdout ? stderr : stdout;  // --json -: the JSON alone on stdout
     fprintf(table, "prediction on '%s' (%s): %s, KV cache filled to %d positions\n", hw.name, hw.path, label, req.n_ctx);
     predict_print_header(table);

@@ -296,16 +296,24 @@ seam_tensor tensor_rows(const seam_tensor *t, int64_t first, int64_t n) {
     return v;
 }
 
+void model_layer_tensors(const seam_model *m, int il, const seam_tensor *shared[MODEL_LAYER_SHARED],
+                         const seam_tensor *routed[MODEL_LAYER_ROUTED]) {
+    const seam_layer_weights *l = &m->w.layers[il];
+    const seam_tensor *const s[MODEL_LAYER_SHARED] = {
+        &l->attn_norm, &l->wq, &l->wk, &l->wv, &l->bq, &l->bk, &l->bv, &l->q_norm, &l->k_norm, &l->wo,
+        &l->attn_post_norm, &l->ffn_norm, &l->w_gate, &l->w_up, &l->w_down, &l->ffn_post_norm, &l->ffn_gate_inp};
+    const seam_tensor *const r[MODEL_LAYER_ROUTED] = {&l->ffn_gate_exps, &l->ffn_up_exps, &l->ffn_down_exps};
+    memcpy(shared, s, sizeof s);
+    memcpy(routed, r, sizeof r);
+}
+
 // Bytes of the layer's tensors outside the experts, and of its experts.
 static void layer_bytes(const seam_model *m, int il, uint64_t *dense, uint64_t *experts) {
-    const seam_layer_weights *l = &m->w.layers[il];
-    const seam_tensor *shared[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->bq, &l->bk, &l->bv,
-                                   &l->q_norm, &l->k_norm, &l->wo, &l->attn_post_norm, &l->ffn_norm,
-                                   &l->w_gate, &l->w_up, &l->w_down, &l->ffn_post_norm, &l->ffn_gate_inp};
-    const seam_tensor *routed[] = {&l->ffn_gate_exps, &l->ffn_up_exps, &l->ffn_down_exps};
+    const seam_tensor *shared[MODEL_LAYER_SHARED], *routed[MODEL_LAYER_ROUTED];
+    model_layer_tensors(m, il, shared, routed);
     *dense = *experts = 0;
-    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++) *dense += shared[i]->data ? shared[i]->n_bytes : 0;
-    for (size_t i = 0; i < sizeof routed / sizeof routed[0]; i++) *experts += routed[i]->data ? routed[i]->n_bytes : 0;
+    for (int i = 0; i < MODEL_LAYER_SHARED; i++) *dense += shared[i]->data ? shared[i]->n_bytes : 0;
+    for (int i = 0; i < MODEL_LAYER_ROUTED; i++) *experts += routed[i]->data ? routed[i]->n_bytes : 0;
 }
 
 uint64_t model_layer_bytes(const seam_model *m, int il) {

@@ -116,6 +116,12 @@ seam_tensor tensor_rows(const seam_tensor *t, int64_t first, int64_t n);
 // Bytes of weights one decoded token reads: every layer's active bytes, the
 // output norm and the head, plus one embedding row.
 uint64_t model_bytes_per_token(const seam_model *m);
+// The tensors of layer il (those a model lacks have data NULL): the
+// MODEL_LAYER_SHARED that every token reads (attention, norms, dense FFN,
+// router) and the MODEL_LAYER_ROUTED experts' gate, up and down.
+enum { MODEL_LAYER_SHARED = 17, MODEL_LAYER_ROUTED = 3 };
+void model_layer_tensors(const seam_model *m, int il, const seam_tensor *shared[MODEL_LAYER_SHARED],
+                         const seam_tensor *routed[MODEL_LAYER_ROUTED]);
 // Weight bytes of layer il: all of them, and those one token reads (the
 // attention, the router and n_expert_used of the n_expert experts).
 uint64_t model_layer_bytes(const seam_model *m, int il);

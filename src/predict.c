@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "cpu/ops.h"
 #include "engine.h"
 
 const char *const predict_part_name[PART_COUNT] = {"embedding", "launch", "GPU layers", "CPU layers", "head",
@@ -28,17 +29,14 @@ static void add_tensor(reads *r, const seam_tensor *t, uint64_t num, uint64_t de
 }
 
 static void read_layer(const seam_model *m, int il, layer_reads *r) {
-    const seam_layer_weights *l = &m->w.layers[il];
     const seam_config *c = &m->cfg;
     memset(r, 0, sizeof *r);
-    const seam_tensor *shared[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->bq, &l->bk, &l->bv,
-                                   &l->q_norm, &l->k_norm, &l->wo, &l->attn_post_norm, &l->ffn_norm,
-                                   &l->w_gate, &l->w_up, &l->w_down, &l->ffn_post_norm, &l->ffn_gate_inp};
-    for (size_t i = 0; i < sizeof shared / sizeof *shared; i++) add_tensor(&r->shared, shared[i], 1, 1);
-    if (c->n_expert) {
-        const seam_tensor *routed[] = {&l->ffn_gate_exps, &l->ffn_up_exps, &l->ffn_down_exps};
-        for (size_t i = 0; i < 3; i++) add_tensor(&r->experts, routed[i], (uint64_t)c->n_expert_used, (uint64_t)c->n_expert);
-    }
+    const seam_tensor *shared[MODEL_LAYER_SHARED], *routed[MODEL_LAYER_ROUTED];
+    model_layer_tensors(m, il, shared, routed);
+    for (int i = 0; i < MODEL_LAYER_SHARED; i++) add_tensor(&r->shared, shared[i], 1, 1);
+    if (c->n_expert)
+        for (int i = 0; i < MODEL_LAYER_ROUTED; i++)
+            add_tensor(&r->experts, routed[i], (uint64_t)c->n_expert_used, (uint64_t)c->n_expert);
 }
 
 static uint64_t total(const reads *r) {
@@ -57,11 +55,6 @@ int predict_layer_kernels(const seam_config *c) {
     return k;
 }
 
-// Calls of engine.c's CPU layer, each a pool job: q/k/v as one, attention,
-// the output projection, then gate/up as one and down (per chosen expert,
-// after the router).
-static int layer_jobs(const seam_config *c) { return c->n_expert ? 4 + 2 * c->n_expert_used : 5; }
-
 typedef struct {
     const hw_profile *hw;
     const seam_config *c;
@@ -70,49 +63,134 @@ typedef struct {
     double gpu_gbs;  // peak * efficiency
     double kv_per_pos;  // bytes of K and V of one position of one layer
     bool in_cache;      // the CPU's weights fit its last-level cache: no streaming from memory
-    bool streams;       // the profile has the kernels' streaming speeds (which hold each call's cost)
 } ctx;
 
 static double hw_get(const hw_profile *hw, hw_key k, double def) { return hw->set[k] ? hw->v[k] : def; }
 
-
-// The CPU's matvecs over r, per type: weights that fit the cache at the
-// dot kernels' own speed (their blocks and their rows) on the threads;
-// weights streamed from memory at the speed the kernels stream them, or
-// where that is unknown the slower of the read bandwidth and the kernels.
-static double cpu_weights_us(const ctx *x, const reads *r) {
+// The CPU's matvecs over r streamed from memory, per type: at the speed
+// the kernels stream them (which holds each call's cost), or where that is
+// unknown the slower of the read bandwidth and the kernels on the threads.
+static double cpu_streamed_us(const ctx *x, const reads *r) {
     double ns = 0;
     for (int t = 0; t < GGML_TYPE_COUNT; t++) {
         if (!r->bytes[t]) continue;
         const double dot = x->hw->cpu_dot_gbs[t], stream = x->hw->cpu_stream_gbs[t];
         const double cmp = dot > 0 ? (r->bytes[t] / dot + r->rows[t] * x->hw->cpu_dot_row_ns[t]) / x->threads : 0;
         const double mem = r->bytes[t] / x->cpu_gbs;
-        if (x->in_cache) ns += cmp > 0 ? cmp : mem;
-        else if (stream > 0) ns += r->bytes[t] / (stream * x->cpu_gbs / x->hw->v[HW_CPU_READ_GBS]);
+        if (stream > 0) ns += r->bytes[t] / (stream * x->cpu_gbs / x->hw->v[HW_CPU_READ_GBS]);
         else ns += mem > cmp ? mem : cmp;  // bytes / (GB/s) = ns
     }
     return 1e-3 * ns;
 }
 
+// One pool job of engine.c's CPU layer: matrices multiplied against one
+// input, their rows shared out as cpu_matmul_items does.
+enum { JOB_PARTS = 3 };
+typedef struct {
+    seam_tensor w[JOB_PARTS];
+    int n;
+} cpu_job;
+
+// The jobs of engine.c's layer forward, in order: q/k/v as one, the output
+// projection, then gate/up as one and down -- or the router and, per chosen
+// expert, its gate/up and its down (experts_only: those alone, for a GPU
+// layer whose experts stay on the CPU). Attention's job is counted apart
+// (cpu_attention_us). Returns the count, at most LAYER_JOBS(c).
+#define LAYER_JOBS(c) (4 + 2 * (c)->n_expert_used)
+static int layer_jobs(const seam_model *m, int il, bool experts_only, cpu_job *jobs) {
+    const seam_layer_weights *l = &m->w.layers[il];
+    const seam_config *c = &m->cfg;
+    int n = 0;
+    if (!experts_only) {
+        jobs[n++] = (cpu_job){{l->wq, l->wk, l->wv}, 3};
+        jobs[n++] = (cpu_job){{l->wo}, 1};
+        if (!c->n_expert) {
+            jobs[n++] = (cpu_job){{l->w_gate, l->w_up}, 2};
+            jobs[n++] = (cpu_job){{l->w_down}, 1};
+            return n;
+        }
+        jobs[n++] = (cpu_job){{l->ffn_gate_inp}, 1};
+    }
+    // one expert's rows (every expert's are alike)
+    const seam_tensor gate = tensor_rows(&l->ffn_gate_exps, 0, c->n_ff_exp),
+                      up = tensor_rows(&l->ffn_up_exps, 0, c->n_ff_exp),
+                      down = tensor_rows(&l->ffn_down_exps, 0, c->n_embd);
+    for (int j = 0; j < c->n_expert_used; j++) {
+        jobs[n++] = (cpu_job){{gate, up}, 2};
+        jobs[n++] = (cpu_job){{down}, 1};
+    }
+    return n;
+}
+
+// When a pool job's last piece ends: the caller starts at 0 and each worker
+// wake_us later, and each piece in turn goes to the thread that is free
+// first (the threads take the job's work from one counter).
+static double schedule_us(int threads, double wake_us, int n, const double *piece_us) {
+    double at[threads];
+    for (int t = 0; t < threads; t++) at[t] = t ? wake_us : 0;
+    double end = 0;
+    for (int i = 0; i < n; i++) {
+        int first = 0;
+        for (int t = 1; t < threads; t++) first = at[t] < at[first] ? t : first;
+        at[first] += piece_us[i];
+        end = at[first] > end ? at[first] : end;
+    }
+    return end;
+}
+
+// A job's fixed cost to the pool (none on one thread, which makes it a call).
+static double job_us(const ctx *x) { return x->threads > 1 ? hw_get(x->hw, HW_CPU_JOB_US, 0) : 0; }
+
+// A matmul job on weights in cache: the caller's fixed cost of the call,
+// the pool's, and the job's grabs of rows (cpu_matvec_grab) at the dot
+// kernels' speed (row_ns + bytes / dot_gbs; where the profile lacks them, a
+// thread's share of the read bandwidth) over the threads.
+enum { MAX_GRABS = 512 };
+static double cpu_job_us(const ctx *x, const cpu_job *j) {
+    int64_t rows = 0;
+    for (int i = 0; i < j->n; i++) rows += j->w[i].rows;
+    double piece[MAX_GRABS];
+    int n = 0;
+    for (int64_t r0 = 0, first = 0, i = 0; r0 < rows && n < MAX_GRABS;) {
+        const seam_tensor *w = &j->w[i];
+        const int64_t take = cpu_matvec_grab(rows - r0, first + w->rows - r0, cpu_matvec_min_rows(w->row_bytes),
+                                             x->threads);
+        const double dot = x->hw->cpu_dot_gbs[w->type];
+        piece[n++] = 1e-3 * (double)take *
+                     (dot > 0 ? x->hw->cpu_dot_row_ns[w->type] + w->row_bytes / dot : w->row_bytes * x->threads / x->cpu_gbs);
+        r0 += take;
+        if (r0 == first + w->rows) first = r0, i++;
+    }
+    return hw_get(x->hw, HW_CPU_CALL_US, 0) + job_us(x) +
+           schedule_us(x->threads, hw_get(x->hw, HW_CPU_WAKE_US, 0), n, piece);
+}
+
+static double cpu_jobs_us(const ctx *x, int n, const cpu_job *jobs) {
+    double us = 0;
+    for (int i = 0; i < n; i++) us += cpu_job_us(x, &jobs[i]);
+    return us;
+}
+
+// Attention of layer il as cpu_attention shares it: jobs of p query heads
+// of one KV head (cpu_attention_per_job), KV head by KV head, over the
+// threads; a position costs a job K+V bytes / attn_read_gbs (its KV head's
+// rows, read once) + p * (K+V bytes / attn_gbs + attn_pos_ns), as measured
+// with every thread attending at once. A profile without these figures:
+// the K and V bytes at the read bandwidth.
 static double cpu_attention_us(const ctx *x, int il, int fill) {
     const seam_config *c = x->c;
     const int n = plan_kv_visible(c, il, fill - 1);
-    const double mem = n * x->kv_per_pos / x->cpu_gbs;
-    const double attn = hw_get(x->hw, HW_CPU_ATTN_GBS, 0);
-    const int lanes = x->threads < c->n_heads ? x->threads : c->n_heads;
-    // each query head reads its KV head's K and V rows (of the cache's types), and pays a
-    // fixed cost per position
-    const double cmp = attn > 0 ? (double)c->n_heads * n *
-                                      (x->kv_per_pos / c->n_kv_heads / attn + hw_get(x->hw, HW_CPU_ATTN_POS_NS, 0)) /
-                                      lanes
-                                : 0;
-    return 1e-3 * (mem > cmp ? mem : cmp);
-}
-
-// The fixed cost of the calls, for weights in cache: the streaming speed of
-// weights from memory already holds it (cpu_speed_stream calls per MiB).
-static double calls_us(const ctx *x, int calls) {
-    return x->in_cache || !x->streams ? calls * hw_get(x->hw, HW_CPU_CALL_US, 0) : 0;
+    if (!x->hw->set[HW_CPU_ATTN_GBS]) return 1e-3 * n * x->kv_per_pos / x->cpu_gbs;
+    const int group = c->n_heads / c->n_kv_heads, p = cpu_attention_per_job(1, c->n_heads, c->n_kv_heads, x->threads);
+    const int per_kv = (group + p - 1) / p, jobs = c->n_kv_heads * per_kv;
+    const double bytes = x->kv_per_pos / c->n_kv_heads;  // K and V of one KV head's position
+    double piece[jobs];
+    for (int k = 0; k < jobs; k++) {
+        const int left = group - k % per_kv * p, q = left < p ? left : p;
+        piece[k] = 1e-3 * n * (bytes / x->hw->v[HW_CPU_ATTN_READ_GBS] +
+                               q * (bytes / x->hw->v[HW_CPU_ATTN_GBS] + x->hw->v[HW_CPU_ATTN_POS_NS]));
+    }
+    return job_us(x) + schedule_us(x->threads, hw_get(x->hw, HW_CPU_WAKE_US, 0), jobs, piece);
 }
 
 static double gpu_layer_us(const ctx *x, uint64_t weight_bytes, double weight_gbs, int il, int fill) {
@@ -182,9 +260,7 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
     uint64_t cpu_set = p->head == DEV_CPU ? m->w.output.n_bytes : 0;
     for (int il = computed; il < L; il++) cpu_set += model_layer_bytes(m, il);
     for (int il = computed; il < L; il++) cpu_set += plan_kv_bytes(c, p->cache, plan_kv_rows(c, p->cache, il, fill));
-    bool streams = false;
-    for (int t = 0; t < GGML_TYPE_COUNT; t++) streams |= hw->cpu_stream_gbs[t] > 0;
-    const ctx x = {.hw = hw, .c = c, .threads = n_threads, .cpu_gbs = cpu_gbs, .streams = streams,
+    const ctx x = {.hw = hw, .c = c, .threads = n_threads, .cpu_gbs = cpu_gbs,
                    .gpu_gbs = hw->v[HW_GPU_PEAK_GBS] * hw->v[HW_GPU_EFFICIENCY],
                    .kv_per_pos = (double)plan_kv_bytes(c, p->cache, 1),
                    .in_cache = hw->set[HW_CPU_LLC_MIB] && cpu_set <= hw->v[HW_CPU_LLC_MIB] * 1048576.0};
@@ -225,7 +301,9 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         if (mapped && res.first >= 0 && res.last < p->gpu_layers) flush(pr, &res, LANE_GPU, PART_GPU_LAYERS, "layers");
         extend(&res, il, on_gpu, gpu_layer_us(&x, on_gpu, mapped ? hw->v[HW_PCIE_GBS] : x.gpu_gbs, il, fill));
         if (!experts_here) {
-            extend(&cpu_exp, il, total(&r.experts), cpu_weights_us(&x, &r.experts) + calls_us(&x, 2 * c->n_expert_used));
+            cpu_job jobs[LAYER_JOBS(c)];
+            const int n = layer_jobs(m, il, true, jobs);
+            extend(&cpu_exp, il, total(&r.experts), x.in_cache ? cpu_jobs_us(&x, n, jobs) : cpu_streamed_us(&x, &r.experts));
             n_cpu_experts++;
         }
     }
@@ -251,8 +329,10 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         layer_reads r;
         read_layer(m, il, &r);
         const uint64_t bytes = total(&r.shared) + total(&r.experts);
-        const double us = cpu_weights_us(&x, &r.shared) + cpu_weights_us(&x, &r.experts) + cpu_attention_us(&x, il, fill) +
-                          calls_us(&x, layer_jobs(c));
+        cpu_job jobs[LAYER_JOBS(c)];
+        const int n = layer_jobs(m, il, false, jobs);
+        const double us = (x.in_cache ? cpu_jobs_us(&x, n, jobs) : cpu_streamed_us(&x, &r.shared) + cpu_streamed_us(&x, &r.experts)) +
+                          cpu_attention_us(&x, il, fill);
         extend(&cpu, il, bytes + (uint64_t)(plan_kv_visible(c, il, fill - 1) * x.kv_per_pos), us);
     }
     flush(pr, &cpu, LANE_CPU, PART_CPU_LAYERS, "layers");
@@ -266,7 +346,9 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
              "output head", 0, 0);
         step(pr, LANE_BUS, PART_CROSSING, logits, crossing_us(&x, logits), "D2H logits", 0, 0);
     } else {
-        step(pr, LANE_CPU, PART_HEAD, head_bytes, cpu_weights_us(&x, &head) + calls_us(&x, 1), "output head", 0, 0);
+        const cpu_job job = {{m->w.output}, 1};
+        step(pr, LANE_CPU, PART_HEAD, head_bytes, x.in_cache ? cpu_job_us(&x, &job) : cpu_streamed_us(&x, &head),
+             "output head", 0, 0);
     }
 
     for (int i = 0; i < pr->n_steps; i++) {

@@ -50,11 +50,6 @@ int timeline_add_token(seam_timeline *t, const seam_token_time *tt) {
     return push((void **)&t->tokens, &t->n_tokens, &t->cap_tokens, tt, sizeof *tt);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 typedef struct {
     double mean, p50, p99;
 } stats;
@@ -63,7 +58,7 @@ typedef struct {
 static stats summarise(double *v, size_t n) {
     stats s = {0, 0, 0};
     if (n == 0) return s;
-    qsort(v, n, sizeof *v, cmp_double);
+    seam_sort_doubles(v, n);
     for (size_t i = 0; i < n; i++) s.mean += v[i];
     s.mean /= (double)n;
     s.p50 = v[(n - 1) / 2];

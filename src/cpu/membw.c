@@ -70,11 +70,6 @@ static void pass(seam_pool *pool, seam_pool_fn fn, probe *p) {
     pool_run(pool, fn, p);
 }
 
-static int cmp_double(const void *x, const void *y) {
-    const double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 static void *huge_alloc(size_t bytes) {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
@@ -107,7 +102,7 @@ int membw_measure(seam_pool *pool, size_t bytes, int reps, membw_result *out, se
             pass(pool, jobs[k], &p);
             gbs[r] = moved[k] / (seam_now() - t) / 1e9;
         }
-        qsort(gbs, (size_t)reps, sizeof gbs[0], cmp_double);
+        seam_sort_doubles(gbs, (size_t)reps);
         out->median[k] = gbs[reps / 2];
         out->best[k] = gbs[reps - 1];
     }

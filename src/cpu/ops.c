@@ -146,6 +146,17 @@ typedef struct {
     _Atomic int64_t next_row;
 } matvec_job;
 
+int64_t cpu_matvec_min_rows(uint64_t row_bytes) {
+    // ~16 KiB, a couple of microseconds of reading
+    const int64_t rows = (int64_t)((16u << 10) / (row_bytes ? row_bytes : 1));
+    return rows > 1 ? rows : 1;
+}
+
+int64_t cpu_matvec_grab(int64_t left, int64_t in_part, int64_t min_rows, int nth) {
+    const int64_t take = left / (2 * nth) > min_rows ? left / (2 * nth) : min_rows;
+    return take > in_part ? in_part : take;
+}
+
 static void matvec_share(void *ctx, int ith, int nth) {
     matvec_job *j = ctx;
     for (;;) {
@@ -155,9 +166,7 @@ static void matvec_share(void *ctx, int ith, int nth) {
             if (r0 >= j->n_rows) return;
             p = &j->part[0];
             while (r0 >= p->first + p->rows) p++;
-            const int64_t left = j->n_rows - r0, in_part = p->first + p->rows - r0;
-            take = left / (2 * nth) > p->min_rows ? left / (2 * nth) : p->min_rows;
-            if (take > in_part) take = in_part;
+            take = cpu_matvec_grab(j->n_rows - r0, p->first + p->rows - r0, p->min_rows, nth);
         } while (!atomic_compare_exchange_weak(&j->next_row, &r0, r0 + take));
         // every input against this grab of rows while they are in cache
         const int64_t r = r0 - p->first;
@@ -173,11 +182,9 @@ void cpu_matmul_items(seam_pool *pool, int n_items, const cpu_matmul_item *items
     matvec_job job = {.part = part, .n_parts = n_items};
     for (int i = 0; i < n_items; i++) {
         const seam_tensor *w = items[i].w;
-        // the smallest grab: ~16 KiB, a couple of microseconds of reading
-        const int64_t min_rows = (int64_t)((16u << 10) / (w->row_bytes ? w->row_bytes : 1));
         part[i] = (matmul_part){
             .dot = kern->dot[w->type], .type = w->type, .w = w->data, .row_bytes = w->row_bytes,
-            .first = job.n_rows, .rows = w->rows, .min_rows = min_rows > 1 ? min_rows : 1, .cols = w->cols,
+            .first = job.n_rows, .rows = w->rows, .min_rows = cpu_matvec_min_rows(w->row_bytes), .cols = w->cols,
             .act = items[i].act, .act_stride = items[i].act_stride, .n = items[i].n, .out = items[i].out,
             .ldo = items[i].ldo,
         };
@@ -464,14 +471,19 @@ static void attention_share(void *ctx, int ith, int nth) {
     }
 }
 
+int cpu_attention_per_job(int n, int n_heads, int n_kv_heads, int nth) {
+    // enough jobs for every thread, at most a group's worth
+    const int per_kv = n * (n_heads / n_kv_heads);
+    int per_job = (n * n_heads + nth - 1) / nth;
+    per_job = per_job > ATT_GROUP ? ATT_GROUP : per_job;
+    return per_job > per_kv ? per_kv : per_job < 1 ? 1 : per_job;
+}
+
 void cpu_attention(seam_pool *pool, int n, float *out, int64_t out_stride, const float *q, int64_t q_stride,
                    const cpu_kv *kv, int n_heads, int n_kv_heads, int head_dim, const int *t0, const int *t1,
                    float scale, float *scratch, size_t scratch_floats) {
-    // queries a job takes: enough jobs for every thread, at most a group's worth
-    const int group = n_heads / n_kv_heads, nth = pool_size(pool), per_kv = n * group;
-    int per_job = (n * n_heads + nth - 1) / nth;
-    per_job = per_job > ATT_GROUP ? ATT_GROUP : per_job;
-    per_job = per_job > per_kv ? per_kv : per_job < 1 ? 1 : per_job;
+    const int group = n_heads / n_kv_heads, per_kv = n * group;
+    const int per_job = cpu_attention_per_job(n, n_heads, n_kv_heads, pool_size(pool));
     attention_job job = {
         .n = n, .out = out, .out_stride = out_stride, .q = q, .q_stride = q_stride, .kv = kv, .n_heads = n_heads, .group = group, .head_dim = head_dim, .t0 = t0, .t1 = t1, .scale = scale,
         .scratch = scratch, .scratch_floats = scratch_floats,

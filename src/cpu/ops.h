@@ -51,6 +51,12 @@ typedef struct {
     int64_t ldo;
 } cpu_matmul_item;
 
+// How a matmul's job shares its rows (cpu_matmul_items): a thread grabs
+// cpu_matvec_grab(rows left in the job, rows left in the grab's matrix,
+// cpu_matvec_min_rows(that matrix's row bytes), threads) rows at a time.
+int64_t cpu_matvec_min_rows(uint64_t row_bytes);
+int64_t cpu_matvec_grab(int64_t left, int64_t in_part, int64_t min_rows, int nth);
+
 // Every item's rows as one pool job (an MoE layer's experts: one job for all
 // of them, not one each); every (row, input) dot is the matvec's own.
 void cpu_matmul_items(seam_pool *pool, int n_items, const cpu_matmul_item *items);
@@ -133,6 +139,9 @@ void cpu_attention(seam_pool *pool, int n, float *out, int64_t out_stride, const
                    const cpu_kv *kv, int n_heads, int n_kv_heads, int head_dim, const int *t0, const int *t1,
                    float scale, float *scratch, size_t scratch_floats);
 size_t cpu_attention_scratch_floats(int n_ctx, int head_dim);
+// Queries one job of cpu_attention takes (on nth threads): a KV head's jobs
+// each read its rows once, for up to this many of its queries.
+int cpu_attention_per_job(int n, int n_heads, int n_kv_heads, int nth);
 
 // dst[i] = seam_f32_to_f16(src[i]), bitwise, vectorised where the CPU can.
 void cpu_to_f16(seam_f16 *dst, const float *src, int64_t n);

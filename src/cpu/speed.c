@@ -1,6 +1,7 @@
 // speed.c — the in-cache kernel speeds and the pool's job cost of speed.h.
 #include "cpu/speed.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -9,7 +10,7 @@
 #include "cpu/ops.h"
 #include "quant.h"
 
-enum { RUNS = 31 };
+enum { RUNS = 31, SPEED_MAX_THREADS = 256 };
 
 // CPU time of the calling thread.
 static double thread_seconds(void) {
@@ -67,6 +68,56 @@ int cpu_speed_dot(uint32_t type, int64_t cols, int rows, const cpu_kernels *cons
     return 0;
 }
 
+typedef struct {
+    uint32_t type;
+    int64_t cols;
+    int rows;
+    _Atomic int next;      // the next thread's probe to take
+    double gbs[SPEED_MAX_THREADS];  // each probe's median, -1 when out of memory
+} dot_all_job;
+
+// One probe of cpu_speed_dot_all: the chosen set's dot over its own matrix,
+// the median of RUNS runs of a few MiB, per wall-clock second.
+static double dot_median(uint32_t type, int64_t cols, int rows) {
+    const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)cols), bytes = row_bytes * (uint64_t)rows;
+    uint8_t *w = malloc(bytes);
+    void *act = malloc(cpu_matvec_scratch_bytes(cols));
+    float *out = malloc(sizeof(float) * (size_t)rows), *x = malloc(sizeof(float) * (size_t)cols);
+    double g[RUNS], gbs = -1;
+    if (w && act && out && x) {
+        uint64_t s = 42;
+        random_rows_inputs(type, cols, rows, w, 1, act, x, &s);
+        const cpu_kernels *k = cpu_kernels_get();
+        const int iters = bytes < (1u << 20) ? (int)((4u << 20) / bytes) + 1 : 4;
+        for (int run = 0; run < RUNS; run++) {
+            const double t = seam_now();
+            for (int it = 0; it < iters; it++) k->dot[type](type, w, row_bytes, rows, act, 0, 1, cols, out, 0);
+            g[run] = (double)bytes * iters / (seam_now() - t) / 1e9;
+        }
+        seam_sort_doubles(g, RUNS);
+        gbs = g[RUNS / 2];
+    }
+    free(w), free(act), free(out), free(x);
+    return gbs;
+}
+
+static void dot_all_share(void *ctx, int ith, int nth) {
+    (void)ith;
+    dot_all_job *j = ctx;
+    for (int k; (k = atomic_fetch_add(&j->next, 1)) < nth && k < SPEED_MAX_THREADS;)
+        j->gbs[k] = dot_median(j->type, j->cols, j->rows);
+}
+
+double cpu_speed_dot_all(seam_pool *pool, uint32_t type, int64_t cols, int rows) {
+    dot_all_job j = {.type = type, .cols = cols, .rows = rows};
+    pool_run(pool, dot_all_share, &j);
+    const int n = j.next < pool_size(pool) ? j.next : pool_size(pool) < SPEED_MAX_THREADS ? pool_size(pool) : SPEED_MAX_THREADS;
+    for (int i = 0; i < n; i++)
+        if (j.gbs[i] < 0) return -1;
+    seam_sort_doubles(j.gbs, (size_t)n);
+    return j.gbs[n / 2];
+}
+
 double cpu_speed_batch(uint32_t type, int64_t cols, int rows, int n_act) {
     const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)cols), stride = cpu_matvec_scratch_bytes(cols);
     uint8_t *w = malloc(row_bytes * (uint64_t)rows), *act = malloc(stride * (uint64_t)n_act);
@@ -84,43 +135,6 @@ double cpu_speed_batch(uint32_t type, int64_t cols, int rows, int n_act) {
     }
     free(w), free(act), free(out), free(x);
     return best;
-}
-
-double cpu_speed_attention(int head_dim) {
-    // 32 layers' caches of one KV head, cycled: past the L2 as in a model,
-    // where a layer's cache was last read a token ago
-    enum { POS = 512, MAX_HD = 512, LAYERS = 32 };
-    const int HD = head_dim < MAX_HD ? head_dim : MAX_HD;
-    const size_t n = (size_t)LAYERS * POS * HD;
-    seam_f16 *k = malloc(sizeof(seam_f16) * n), *v = malloc(sizeof(seam_f16) * n);
-    const size_t scratch_floats = cpu_attention_scratch_floats(POS, HD);
-    float *scratch = malloc(sizeof(float) * scratch_floats), q[MAX_HD], out[MAX_HD];
-    if (!k || !v || !scratch) return free(k), free(v), free(scratch), 0;
-    uint64_t s = 7;
-    for (size_t i = 0; i < n; i++) k[i] = seam_f32_to_f16(uniform(&s)), v[i] = seam_f32_to_f16(uniform(&s));
-    for (int i = 0; i < HD; i++) q[i] = uniform(&s);
-    const double bytes = 2.0 * (double)n * sizeof(seam_f16);
-    double best = 0;
-    for (int run = 0; run < 9; run++) {
-        const double t = thread_seconds();
-        for (int l = 0; l < LAYERS; l++) {
-            const size_t off = (size_t)l * POS * HD;
-            const cpu_kv kv = {.k = (const uint8_t *)(k + off), .v = (const uint8_t *)(v + off),
-                               .k_row = HD * sizeof(seam_f16), .v_row = HD * sizeof(seam_f16),
-                               .k_head = (size_t)POS * HD * sizeof(seam_f16), .v_head = (size_t)POS * HD * sizeof(seam_f16),
-                               .k_type = GGML_TYPE_F16, .v_type = GGML_TYPE_F16, .ring = POS};
-            cpu_attention_head(out, q, &kv, 0, POS, HD, 0.088f, scratch, scratch_floats);
-        }
-        const double g = bytes / (thread_seconds() - t) / 1e9;
-        best = g > best ? g : best;
-    }
-    free(k), free(v), free(scratch);
-    return best;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 // rows of real-looking weights (16 quantised from random floats, repeated),
@@ -166,7 +180,7 @@ double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes) {
             }
             if (r >= 0) runs[r] = (double)(w.rows / chunk * chunk) * w.row_bytes / (seam_now() - t) / 1e9;
         }
-        qsort(runs, 5, sizeof runs[0], cmp_double);
+        seam_sort_doubles(runs, 5);
         gbs = runs[2];
     }
     if (w.data) munmap((void *)w.data, w.n_bytes);
@@ -174,7 +188,7 @@ double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes) {
     return gbs;
 }
 
-double cpu_speed_matvec_call(seam_pool *pool, double dot_gbs, double row_ns) {
+double cpu_speed_matvec_call(double dot_gbs, double row_ns) {
     enum { N = 128, ROWS = 256, COLS = 256, CYCLES = 15 };
     uint64_t rng = 9;
     const seam_tensor first = matrix(GGML_TYPE_Q4_K, (int64_t)N * ROWS, COLS, &rng);
@@ -187,14 +201,114 @@ double cpu_speed_matvec_call(seam_pool *pool, double dot_gbs, double row_ns) {
         const double t = seam_now();
         for (int i = 0; i < N; i++) {
             const seam_tensor w = tensor_rows(&first, (int64_t)i * ROWS, ROWS);
-            cpu_matvec(pool, &w, x, out, act);
+            cpu_matvec(NULL, &w, x, out, act);
         }
         if (c >= 0) per_call[c] = (seam_now() - t) / N;
     }
-    qsort(per_call, CYCLES, sizeof per_call[0], cmp_double);
+    seam_sort_doubles(per_call, CYCLES);
     munmap((void *)first.data, first.n_bytes);
     free(act);
-    const double kernels = 1e-9 * (first.row_bytes * ROWS / dot_gbs + ROWS * row_ns) / (pool ? pool_size(pool) : 1);
+    const double kernels = 1e-9 * (first.row_bytes * ROWS / dot_gbs + ROWS * row_ns);
     const double extra = per_call[CYCLES / 2] - kernels;
     return extra > 0 ? 1e6 * extra : 0;
+}
+
+double cpu_speed_attention(seam_pool *pool, int group, int head_dim, uint64_t min_bytes) {
+    enum { POS = 1024, RUNS = 7 };
+    const int nth = pool_size(pool), n_kv = 4 * nth, n_heads = n_kv * group;
+    const size_t layer = (size_t)n_kv * POS * head_dim;  // f16 values of a layer's K (and of its V)
+    const int layers = (int)(min_bytes / (2 * layer * sizeof(seam_f16))) + 1;
+    const size_t n = (size_t)layers * layer, scratch_floats = cpu_attention_scratch_floats(POS, head_dim);
+    seam_f16 *k = malloc(sizeof(seam_f16) * n), *v = malloc(sizeof(seam_f16) * n);
+    float *scratch = malloc(sizeof(float) * scratch_floats * (size_t)nth);
+    float *q = malloc(sizeof(float) * (size_t)n_heads * head_dim), *out = malloc(sizeof(float) * (size_t)n_heads * head_dim);
+    double per[RUNS], ns = -1;
+    if (k && v && scratch && q && out) {
+        // a layer of random values, repeated: the bytes are what counts
+        uint64_t s = 11;
+        for (size_t i = 0; i < layer; i++) k[i] = seam_f32_to_f16(uniform(&s)), v[i] = seam_f32_to_f16(uniform(&s));
+        for (int l = 1; l < layers; l++)
+            memcpy(k + l * layer, k, layer * sizeof *k), memcpy(v + l * layer, v, layer * sizeof *v);
+        for (int i = 0; i < n_heads * head_dim; i++) q[i] = uniform(&s);
+        const int t0 = 0, t1 = POS;
+        for (int r = -1; r < RUNS; r++) {  // r = -1: the warm-up
+            const double t = seam_now();
+            for (int l = 0; l < layers; l++) {
+                const cpu_kv kv = {.k = (const uint8_t *)(k + l * layer), .v = (const uint8_t *)(v + l * layer),
+                                   .k_row = head_dim * sizeof(seam_f16), .v_row = head_dim * sizeof(seam_f16),
+                                   .k_head = (size_t)POS * head_dim * sizeof(seam_f16),
+                                   .v_head = (size_t)POS * head_dim * sizeof(seam_f16),
+                                   .k_type = GGML_TYPE_F16, .v_type = GGML_TYPE_F16, .ring = POS};
+                cpu_attention(pool, 1, out, 0, q, 0, &kv, n_heads, n_kv, head_dim, &t0, &t1, 0.088f, scratch,
+                              scratch_floats);
+            }
+            // every thread holds a KV head at a time: its time for one KV head's position
+            if (r >= 0) per[r] = (seam_now() - t) * nth / ((double)layers * n_kv * POS) * 1e9;
+        }
+        seam_sort_doubles(per, RUNS);
+        ns = per[RUNS / 2];
+    }
+    free(k), free(v), free(scratch), free(q), free(out);
+    return ns;
+}
+
+// A job that holds its caller until a worker has come in (or 100 us pass),
+// and notes when the first did.
+typedef struct {
+    double opened;
+    _Atomic int arrived;
+    double first;  // seam_now() of the first worker to come in
+} wake_job;
+
+static void wake_share(void *ctx, int ith, int nth) {
+    (void)nth;
+    wake_job *j = ctx;
+    if (ith) {
+        const double t = seam_now();
+        if (!atomic_exchange(&j->arrived, 1)) j->first = t;
+        return;
+    }
+    while (!atomic_load(&j->arrived) && seam_now() - j->opened < 100e-6) {
+    }
+}
+
+static void empty_share(void *ctx, int ith, int nth) { (void)ctx, (void)ith, (void)nth; }
+
+// The caller's own work between two jobs (decode's norms, rope, routing):
+// a worker spinning for the next job yields its core now and then.
+static void caller_gap(void) {
+    for (const double until = seam_now() + 2e-6; seam_now() < until;) {
+    }
+}
+
+// The mean of all but the slowest 1% of v (n), sorted: a token pays the
+// sum of its jobs, and a worker the OS took away for milliseconds is rare.
+static double trimmed_mean(double *v, int n) {
+    seam_sort_doubles(v, (size_t)n);
+    const int keep = n - n / 100;
+    double sum = 0;
+    for (int i = 0; i < keep; i++) sum += v[i];
+    return keep ? sum / keep : 0;
+}
+
+void cpu_speed_pool(seam_pool *pool, double *job_us, double *wake_us) {
+    enum { JOBS = 4001 };
+    static double t[JOBS];
+    *job_us = *wake_us = 0;
+    if (pool_size(pool) < 2) return;
+    for (int i = 0; i < JOBS; i++) {
+        caller_gap();
+        const double t0 = seam_now();
+        pool_run(pool, empty_share, NULL);
+        t[i] = seam_now() - t0;
+    }
+    *job_us = 1e6 * trimmed_mean(t, JOBS);
+    int n = 0;
+    for (int i = 0; i < JOBS; i++) {
+        caller_gap();
+        wake_job j = {.opened = seam_now()};
+        pool_run(pool, wake_share, &j);
+        if (atomic_load(&j.arrived)) t[n++] = j.first - j.opened;
+    }
+    *wake_us = 1e6 * trimmed_mean(t, n);
 }

@@ -20,6 +20,13 @@
 // sets reaches (gbs[n_sets]), the sets taking turns. -1 when out of memory.
 int cpu_speed_dot(uint32_t type, int64_t cols, int rows, const cpu_kernels *const *sets, int n_sets, double *gbs);
 
+// Such a matrix on every thread of the pool at once, each thread its own,
+// through the chosen set's dot: GB/s of weight bytes a thread reaches while
+// all of them compute (cores that share their resources reach less than one
+// alone), per wall-clock second, the median of 31 runs, the median of the
+// threads. Decode's speed on weights in cache. -1 when out of memory.
+double cpu_speed_dot_all(seam_pool *pool, uint32_t type, int64_t cols, int rows);
+
 // The same matrix against a prefill batch of n_act inputs through the
 // chosen set's dot (its tiles): G multiply-adds per second, the best of 15
 // runs; -1 when out of memory.
@@ -33,19 +40,30 @@ double cpu_speed_batch(uint32_t type, int64_t cols, int rows, int n_act);
 // finish keep the threads from reading.
 double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes);
 
-// One thread's attention of one query head over 512 cached positions of
-// head_dim (f16 K and V), as decode runs it (cpu_attention_head), cycled
-// over 32 layers' caches (past the L2, as a model's are): GB/s of K and V
-// bytes, the best of 9 cycles.
-double cpu_speed_attention(int head_dim);
+// Decode's attention (cpu_attention, one query position) on every thread
+// of the pool at once, over f16 caches of 1024 positions of head_dim in
+// layers of 4 KV heads per thread, cycled over at least min_bytes (make it
+// larger than the last-level cache: a model's cache was last read a token
+// ago), each KV head shared by `group` query heads (GQA): nanoseconds a
+// thread takes for one KV head's position (its group's queries together),
+// the median of 7 cycles after a warm-up; -1 when out of memory.
+double cpu_speed_attention(seam_pool *pool, int group, int head_dim, uint64_t min_bytes);
 
-// What one matvec call costs beyond its blocks and rows: cpu_matvec cycled
-// over 128 distinct matrices of 256 rows of 256 Q4_K weights (4.5 MiB, a
-// small model's layers) on the pool, the time per call less the dot kernels'
-// time for its bytes and rows (dot_gbs, row_ns: cpu_speed_dot's figures)
-// shared among the threads; microseconds, the median of 15 cycles. The
-// input's quantisation, the job's start and join, the caches warming to a
-// matrix not read since the last token.
-double cpu_speed_matvec_call(seam_pool *pool, double dot_gbs, double row_ns);
+// What one matvec call costs the calling thread beyond its blocks and rows:
+// cpu_matvec on one thread cycled over 128 distinct matrices of 256 rows of
+// 256 Q4_K weights (4.5 MiB, a small model's layers), the time per call less
+// the dot kernels' time for its bytes and rows (dot_gbs, row_ns:
+// cpu_speed_dot's figures); microseconds, the median of 15 cycles. The
+// input's quantisation, the caches warming to a matrix not read since the
+// last token.
+double cpu_speed_matvec_call(double dot_gbs, double row_ns);
+
+// The pool's own cost per job (pool.c), its workers kept awake as decode
+// keeps them (jobs 2 us of the caller's own work apart): job_us, a job with
+// no work from pool_run's call to its return (open, close, the wait for
+// workers inside); wake_us, how long after a job opens the first worker
+// comes in (the caller has the job to itself until then). Each the mean of
+// 4001 jobs less their slowest 1%; both 0 on a pool of one thread.
+void cpu_speed_pool(seam_pool *pool, double *job_us, double *wake_us);
 
 #endif
