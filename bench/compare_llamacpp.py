@@ -71,35 +71,17 @@ LLAMA_CONFIGS = {"llama:plain": (False, False), "llama:plain+fa": (False, True),
                  "llama:repack+fa": (True, True)}
 
 # What both llama.cpp runners share: the model loaded and a context made in one
-# configuration, and decode(tokens, pos0) of one batch. Run as `python -c
-# LLAMA_SETUP + BODY MODEL THREADS REPACK FA CACHE ...`; the body sets n_ctx,
-# n_batch and n_ubatch, then calls setup().
-LLAMA_SETUP = r"""
-import sys, time
+# configuration (tools/ref_logits.py's load), and decode(tokens, pos0) of one
+# batch. Run as `python -c LLAMA_SETUP + BODY MODEL THREADS REPACK FA CACHE
+# ...`; the body sets n_ctx, n_batch and n_ubatch, then calls setup().
+LLAMA_SETUP = f"import sys\nsys.path.insert(0, {os.path.join(ROOT, 'tools')!r})\n" + r"""
+import time
 import llama_cpp as L
+from ref_logits import load
 path, threads, repack, fa, cache = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1", sys.argv[5]
-@L.llama_log_callback
-def quiet(level, text, user_data):
-    pass
 def setup(n_ctx, n_batch, n_ubatch):
     global model, ctx, batch, mem
-    L.llama_backend_init()
-    L.llama_log_set(quiet, None)
-    mp = L.llama_model_default_params()
-    mp.n_gpu_layers = 0
-    mp.use_extra_bufts = repack
-    mp.use_mmap = True
-    model = L.llama_model_load_from_file(path.encode(), mp)
-    if not model:
-        sys.exit("llama.cpp could not load the model")
-    cp = L.llama_context_default_params()
-    cp.n_ctx, cp.n_batch, cp.n_ubatch = n_ctx, n_batch, n_ubatch
-    cp.n_threads = cp.n_threads_batch = threads
-    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if fa else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
-    cp.type_k = cp.type_v = {"f16": 1, "q8_0": 8}[cache]
-    ctx = L.llama_init_from_model(model, cp)
-    if not ctx:
-        sys.exit("llama.cpp could not create the context")
+    model, ctx = load(path, n_ctx, threads, cache, cache, n_batch, n_ubatch, repack=repack, flash=fa)
     batch = L.llama_batch_init(n_batch, 0, 1)
     mem = L.llama_get_memory(ctx)
 def decode(tokens, pos0):

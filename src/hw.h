@@ -36,7 +36,7 @@ typedef enum {
     HW_CPU_ATTN_GBS,    // each query's dot and weighted sum over them, GB/s of K and V bytes per thread
     HW_CPU_ATTN_POS_NS, // each query's fixed cost per position (scale, softmax, weight), ns
     HW_CPU_CALL_US,     // optional: what one matvec call costs its calling thread beyond its bytes and rows, us
-    HW_CPU_JOB_US,      // optional: a pool job's fixed cost on cpu_threads threads (open, close, wait), us
+    HW_CPU_JOB_US,      // optional: a pool job's cost on cpu_threads threads beyond its call and its work, us
     HW_CPU_WAKE_US,     // optional: how long after a job opens the first worker takes part, us
     HW_CPU_LLC_MIB,     // optional: last-level cache; a CPU part whose weights fit runs at its kernels' in-cache speed
     // GPU
@@ -53,10 +53,11 @@ typedef enum {
     HW_KEYS
 } hw_key;
 
-// Per weight type, one thread's dot kernel on weights in cache: a row of b
-// bytes takes row_ns + b / dot_gbs nanoseconds (the rate of its blocks and
-// the fixed cost of a row: its call, horizontal sum and store). This is the
-// compute roof of a CPU matvec; 0 = unknown (bandwidth-bound). And the
+// Per weight type, a thread's dot kernel on weights in cache while every
+// one of cpu_threads threads computes: a row of b bytes takes row_ns + b /
+// dot_gbs nanoseconds (the rate of its blocks and the fixed cost of a row:
+// its call, horizontal sum and store). This is the compute roof of a CPU
+// matvec; 0 = unknown (bandwidth-bound). And the
 // speed a matvec of that type streams from memory on cpu_threads threads
 // (the read bandwidth less what the kernels' own work costs); 0 = unknown
 // (the slower of cpu_read_gbs and the compute roof). Keys

@@ -662,10 +662,12 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
         seam_plan p;
         seam_prediction pr;
         // --head gpu with layers left to the CPU: llama.cpp's placement, which
-        // the engine refuses and the prediction models
+        // the engine refuses and the prediction models (the hidden state
+        // crosses to the GPU before the head): the plan checked with the head
+        // where the engine puts it, then placed with the head on the GPU
         req.head = o->head == DEV_GPU ? -1 : o->head;
         const int planned = plan_make(&p, m, &req, &err);
-        if (!planned && o->head == DEV_GPU) predict_move_head_to_gpu(&p, m);
+        if (!planned && o->head == DEV_GPU) req.head = DEV_GPU, plan_place(&p, m, &req, p.gpu_layers);
         if (planned || predict_token(m, &p, &hw, threads, req.n_ctx, &pr, &err)) {
             fprintf(stderr, "seam plan: -ngl %d: %s\n", req.gpu_layers, err.msg);
             rc = 1;

@@ -94,8 +94,7 @@ static uint64_t gpu_activation_bytes(const seam_config *c, int n_ctx) {
                 (uint64_t)c->n_expert);
 }
 
-// Fills p for exactly n GPU layers (no budget check).
-static void place(seam_plan *p, const seam_model *m, const seam_plan_request *req, int n) {
+void plan_place(seam_plan *p, const seam_model *m, const seam_plan_request *req, int n) {
     const seam_config *c = &m->cfg;
     memset(p, 0, sizeof *p);
     p->n_layers = c->n_layers;
@@ -151,7 +150,7 @@ int plan_max_gpu_layers(const seam_model *m, const seam_plan_request *req) {
     seam_plan p;
     int best = 0;
     for (int n = 1; n <= m->cfg.n_layers; n++) {  // memory grows with n: the last that fits
-        place(&p, m, req, n);
+        plan_place(&p, m, req, n);
         if (!fits(&p)) break;
         best = n;
     }
@@ -176,7 +175,7 @@ int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, s
                             "use at most -c %d", req->n_ctx, c->n_ctx_train, c->n_ctx_train);
     if (plan_kv_check(c, req->cache, e)) return -1;
     if (n < 0) n = plan_max_gpu_layers(m, req);
-    place(p, m, req, n);
+    plan_place(p, m, req, n);
     // the head reads the last layer's output: on the GPU it needs every layer
     // computed there, or it would run on a hidden state the CPU layers have
     // not yet seen

@@ -124,6 +124,12 @@ int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, s
 // The largest number of GPU layers whose plan fits the request's budget.
 int plan_max_gpu_layers(const seam_model *m, const seam_plan_request *req);
 
+// p for exactly n GPU layers under req, none of plan_make's checks made
+// (the budget, the head's place): what plan_make fills once they pass, and
+// a prediction's plan of a placement the engine refuses -- the head on the
+// GPU while the CPU computes layers, llama.cpp's (seam plan --hw --head gpu).
+void plan_place(seam_plan *p, const seam_model *m, const seam_plan_request *req, int n);
+
 uint64_t plan_total(const seam_plan *p, seam_device d);
 
 // Layers the GPU computes: gpu_layers, or all of them when the overflow

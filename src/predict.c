@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu/ops.h"
+#include "cpu/speed.h"
 #include "engine.h"
 
 const char *const predict_part_name[PART_COUNT] = {"embedding", "launch", "GPU layers", "CPU layers", "head",
@@ -122,47 +123,24 @@ static int layer_jobs(const seam_model *m, int il, bool experts_only, cpu_job *j
     return n;
 }
 
-// When a pool job's last piece ends: the caller starts at 0 and each worker
-// wake_us later, and each piece in turn goes to the thread that is free
-// first (the threads take the job's work from one counter).
-static double schedule_us(int threads, double wake_us, int n, const double *piece_us) {
-    double at[threads];
-    for (int t = 0; t < threads; t++) at[t] = t ? wake_us : 0;
-    double end = 0;
-    for (int i = 0; i < n; i++) {
-        int first = 0;
-        for (int t = 1; t < threads; t++) first = at[t] < at[first] ? t : first;
-        at[first] += piece_us[i];
-        end = at[first] > end ? at[first] : end;
-    }
-    return end;
-}
-
 // A job's fixed cost to the pool (none on one thread, which makes it a call).
 static double job_us(const ctx *x) { return x->threads > 1 ? hw_get(x->hw, HW_CPU_JOB_US, 0) : 0; }
 
 // A matmul job on weights in cache: the caller's fixed cost of the call,
-// the pool's, and the job's grabs of rows (cpu_matvec_grab) at the dot
-// kernels' speed (row_ns + bytes / dot_gbs; where the profile lacks them, a
-// thread's share of the read bandwidth) over the threads.
-enum { MAX_GRABS = 512 };
+// the pool's, and the job's grabs of rows at the dot kernels' speed
+// (row_ns + bytes / dot_gbs; where the profile lacks them, a thread's share
+// of the read bandwidth) over the threads.
 static double cpu_job_us(const ctx *x, const cpu_job *j) {
-    int64_t rows = 0;
-    for (int i = 0; i < j->n; i++) rows += j->w[i].rows;
-    double piece[MAX_GRABS];
-    int n = 0;
-    for (int64_t r0 = 0, first = 0, i = 0; r0 < rows && n < MAX_GRABS;) {
-        const seam_tensor *w = &j->w[i];
-        const int64_t take = cpu_matvec_grab(rows - r0, first + w->rows - r0, cpu_matvec_min_rows(w->row_bytes),
-                                             x->threads);
-        const double dot = x->hw->cpu_dot_gbs[w->type];
-        piece[n++] = 1e-3 * (double)take *
-                     (dot > 0 ? x->hw->cpu_dot_row_ns[w->type] + w->row_bytes / dot : w->row_bytes * x->threads / x->cpu_gbs);
-        r0 += take;
-        if (r0 == first + w->rows) first = r0, i++;
+    const seam_tensor *w[JOB_PARTS];
+    double row_us[JOB_PARTS];
+    for (int i = 0; i < j->n; i++) {
+        const double dot = x->hw->cpu_dot_gbs[j->w[i].type];
+        w[i] = &j->w[i];
+        row_us[i] = 1e-3 * (dot > 0 ? x->hw->cpu_dot_row_ns[w[i]->type] + w[i]->row_bytes / dot
+                                    : w[i]->row_bytes * x->threads / x->cpu_gbs);
     }
     return hw_get(x->hw, HW_CPU_CALL_US, 0) + job_us(x) +
-           schedule_us(x->threads, hw_get(x->hw, HW_CPU_WAKE_US, 0), n, piece);
+           cpu_matmul_schedule_us(x->threads, hw_get(x->hw, HW_CPU_WAKE_US, 0), j->n, w, row_us);
 }
 
 static double cpu_jobs_us(const ctx *x, int n, const cpu_job *jobs) {
@@ -190,7 +168,7 @@ static double cpu_attention_us(const ctx *x, int il, int fill) {
         piece[k] = 1e-3 * n * (bytes / x->hw->v[HW_CPU_ATTN_READ_GBS] +
                                q * (bytes / x->hw->v[HW_CPU_ATTN_GBS] + x->hw->v[HW_CPU_ATTN_POS_NS]));
     }
-    return job_us(x) + schedule_us(x->threads, hw_get(x->hw, HW_CPU_WAKE_US, 0), jobs, piece);
+    return job_us(x) + cpu_schedule_us(x->threads, hw_get(x->hw, HW_CPU_WAKE_US, 0), jobs, piece);
 }
 
 static double gpu_layer_us(const ctx *x, uint64_t weight_bytes, double weight_gbs, int il, int fill) {
@@ -359,16 +337,6 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
     pr->gpu_idle_us = uses_gpu ? pr->token_us - pr->gpu_busy_us : 0;
     pr->tok_s = 1e6 / pr->token_us;
     return 0;
-}
-
-void predict_move_head_to_gpu(seam_plan *p, const seam_model *m) {
-    if (p->head == DEV_GPU) return;
-    const uint64_t head = m->w.output_norm.n_bytes + (m->w.tied_output ? 0 : m->w.output.n_bytes);
-    p->weights[DEV_CPU] -= head;
-    p->weights[DEV_GPU] += head + (m->w.tied_output ? m->w.output.n_bytes : 0);  // a tied head: a copy on the GPU
-    p->scratch[DEV_CPU] -= 4ull * (uint64_t)m->cfg.n_vocab;
-    p->scratch[DEV_GPU] += 4ull * (uint64_t)m->cfg.n_vocab;
-    p->head = DEV_GPU;
 }
 
 void predict_print_header(FILE *out) {

@@ -2,8 +2,9 @@
 // decoded token over a plan and a hardware profile (hw.h).
 //
 // Decode reads every active weight once per token, so each device's part
-// takes its bytes over its bandwidth; the CPU's part is also held to the
-// speed of its dot kernels (the compute roof) when few threads run it. One
+// takes its bytes over its bandwidth; the CPU's part is held to the speed
+// its kernels reach on the threads, and a small model's to the cost of its
+// pool jobs. One
 // token walks the data flow of DESIGN.md in order, one step after another
 // (one stream, batch 1: nothing overlaps but a streamed layer's copy):
 //
@@ -12,9 +13,14 @@
 //
 //   GPU layer   (active weights + KV read at the fill) / (peak * efficiency)
 //               + kernels * kernel_us
-//   CPU layer   per weight type max(bytes / read_gbs(t), bytes / (t * dot_gbs[type]))
-//               + attention max(KV bytes / read_gbs(t), K+V bytes per head / (min(t, heads) * attn_gbs))
-//               + pool jobs * job_us (t > 1)
+//   CPU layer   weights streamed from memory: per weight type bytes / stream_gbs[type] (at t threads)
+//               weights in the last-level cache: engine.c's pool jobs (q/k/v, output, gate/up, down;
+//               MoE: router, per chosen expert gate/up and down), each call_us + job_us (t > 1) + its
+//               row grabs (cpu_matvec_grab, row_ns + bytes / dot_gbs each) given to the thread free
+//               first, the workers starting wake_us late
+//               + attention: jobs of p query heads of one KV head (cpu_attention_per_job), a position
+//               K+V bytes / attn_read_gbs + p * (K+V bytes / attn_gbs + attn_pos_ns), over the threads
+//               alike (as measured with every thread attending at once)
 //   crossing    pcie_us + bytes / pcie_gbs
 //   mapped      a GPU layer whose weights come over the bus: active bytes / pcie_gbs
 //   stream      a GPU layer whose whole weights are copied in while the previous
@@ -74,13 +80,6 @@ typedef struct {
 // (a GPU, the CPU's figures).
 int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw, int n_threads, int fill,
                   seam_prediction *out, seam_error *e);
-
-// The plan with its output head moved to the GPU whatever computes the last
-// layers: the placement llama.cpp can make (its output tensor on the GPU)
-// and seam's engine refuses (plan_make: --head gpu needs every layer on the
-// GPU). For predictions only: the hidden state then crosses to the GPU
-// before the head.
-void predict_move_head_to_gpu(seam_plan *p, const seam_model *m);
 
 // Kernels seam's GPU forward (gpu_segment.c) launches for one layer of this
 // configuration: the default of gpu_kernels_per_layer.

@@ -102,16 +102,22 @@ Test(hw, the_shipped_profiles_parse_and_round_trip) {
 // one head of 256 in f16, 1024 bytes a position a layer.
 static seam_model counted;
 
-static void load_counted(int layers) {
+// heads query heads sharing kv_heads KV heads, of 256 / heads values
+static void load_heads(int layers, int heads, int kv_heads) {
     char path[4096], text[1024];
     snprintf(path, sizeof path, "%s", test_path("counted.shape"));
     snprintf(text, sizeof text,
              "general.architecture = llama\nllama.block_count = %d\nllama.embedding_length = 256\n"
-             "llama.feed_forward_length = 256\nllama.attention.head_count = 1\nvocab_size = 256\nftype = Q8_0\n",
-             layers);
+             "llama.feed_forward_length = 256\nllama.attention.head_count = %d\n"
+             "llama.attention.head_count_kv = %d\nvocab_size = 256\nftype = Q8_0\n",
+             layers, heads, kv_heads);
     cr_assert_eq(test_write_file(path, text, strlen(text)), 0);
     seam_error e = {{0}};
     cr_assert_eq(shape_model(path, &counted, &e), 0, "%s", e.msg);
+}
+
+static void load_counted(int layers) {
+    load_heads(layers, 1, 1);
     cr_assert_eq(model_layer_active_bytes(&counted, 0), 489472);
 }
 
@@ -129,15 +135,19 @@ static hw_profile profile(bool gpu) {
     return hw;
 }
 
-static seam_prediction predict(int gpu_layers, int head, seam_overflow overflow, const hw_profile *hw) {
+static seam_prediction predict_on(int gpu_layers, int head, seam_overflow overflow, const hw_profile *hw, int threads) {
     const seam_plan_request req = {.gpu_layers = gpu_layers, .head = head, .overflow = overflow, .n_ctx = 100,
                                    .gpu_budget = hw->has_gpu ? 1ull << 30 : 0};
     seam_plan p;
     seam_prediction pr;
     seam_error e = {{0}};
     cr_assert_eq(plan_make(&p, &counted, &req, &e), 0, "%s", e.msg);
-    cr_assert_eq(predict_token(&counted, &p, hw, 1, 100, &pr, &e), 0, "%s", e.msg);
+    cr_assert_eq(predict_token(&counted, &p, hw, threads, 100, &pr, &e), 0, "%s", e.msg);
     return pr;
+}
+
+static seam_prediction predict(int gpu_layers, int head, seam_overflow overflow, const hw_profile *hw) {
+    return predict_on(gpu_layers, head, overflow, hw, 1);
 }
 
 #define NEAR(a, b) cr_expect(fabs((a) - (b)) < 1e-6, "%s = %.6f, expected %.6f", #a, (double)(a), (double)(b))
@@ -194,6 +204,51 @@ Test(predict, a_split_crosses_twice_and_idles_the_gpu) {
     NEAR(mapped.part_us[PART_GPU_LAYERS], gpu + 489472 / 500.0 + 102.4 + 10);
     NEAR(mapped.part_us[PART_CPU_LAYERS], 0);
     model_free(&counted);
+}
+
+// Attention as cpu_attention shares it: 4 query heads of 64 on 2 KV heads
+// take one job per KV head (its 2 queries together) on 1 and on 2 threads.
+Test(predict, attention_jobs_of_grouped_queries_over_the_threads) {
+    load_heads(1, 4, 2);
+    hw_profile hw;
+    seam_error e = {{0}};
+    const char *text = "name = attn\ncpu_read_gbs = 1 # measured: x\ncpu_attn_read_gbs = 1 # measured: x\n"
+                       "cpu_attn_gbs = 1 # measured: x\ncpu_attn_pos_ns = 1 # measured: x\n"
+                       "cpu_job_us = 2 # measured: x\ncpu_wake_us = 1 # measured: x\n";
+    cr_assert_eq(hw_parse(&hw, text, "attn.hw", &e), 0, "%s", e.msg);
+    // a KV head's position: K and V of 64 f16 values, 256 B, read once (256
+    // ns) and for each of its 2 queries (256 + 1 ns): 770 ns; 100 positions
+    const double job = 100 * 770e-3, weights = model_layer_active_bytes(&counted, 0) * 1e-3;
+    // one thread: the two jobs one after the other, no pool
+    NEAR(predict_on(0, -1, OVERFLOW_CPU, &hw, 1).part_us[PART_CPU_LAYERS], weights + 2 * job);
+    // two: the pool's 2 us, the caller's job from 0, the worker's from 1 us
+    NEAR(predict_on(0, -1, OVERFLOW_CPU, &hw, 2).part_us[PART_CPU_LAYERS], weights + 2 + 1 + job);
+    model_free(&counted);
+}
+
+// Weights in the last cache: each matmul a pool job whose row grabs
+// (cpu_matvec_grab) go to the thread free first. The head: 256 rows of 272
+// bytes at 1 us a row (728 ns + 272 B at 1 GB/s); a grab is at least 60
+// rows (16 KiB).
+Test(predict, small_matrices_in_cache_are_jobs_of_row_grabs) {
+    load_counted(1);
+    hw_profile hw;
+    seam_error e = {{0}};
+    const char *text = "name = jobs\ncpu_read_gbs = 1 # measured: x\ncpu_llc_mib = 64 # measured: x\n"
+                       "cpu_call_us = 5 # measured: x\ncpu_job_us = 2 # measured: x\ncpu_wake_us = 1 # measured: x\n"
+                       "cpu_dot_gbs.Q8_0 = 1 # measured: x\ncpu_dot_row_ns.Q8_0 = 728 # measured: x\n";
+    cr_assert_eq(hw_parse(&hw, text, "jobs.hw", &e), 0, "%s", e.msg);
+    // one thread: the call and its 256 rows
+    NEAR(predict_on(0, -1, OVERFLOW_CPU, &hw, 1).part_us[PART_HEAD], 5 + 256);
+    // two: grabs of 64, 60, 60, 60 and 12 rows; the caller takes 64 (0..64)
+    // and 60 (64..124), the worker, from 1 us, 60 (..61), 60 (..121) and 12
+    // (..133); the call, the job and 133 us
+    NEAR(predict_on(0, -1, OVERFLOW_CPU, &hw, 2).part_us[PART_HEAD], 5 + 2 + 133);
+    model_free(&counted);
+}
+
+Test(hw, attention_figures_come_together) {
+    expect_bad("name = a\ncpu_read_gbs = 20 # measured: x\ncpu_attn_gbs = 20 # measured: x\n", "go together");
 }
 
 Test(predict, refuses_what_the_profile_cannot_answer) {

@@ -58,38 +58,52 @@ def system_info():
 CACHE_TYPES = {"f16": 1, "q8_0": 8}
 
 
+def load(path, n_ctx, threads, cache_k="f16", cache_v="f16", n_batch=None, n_ubatch=None, repack=False, flash=None,
+         swa_full=None):
+    """llama.cpp's model and a context on the CPU: (model, ctx); exits with a
+    message when either fails. n_batch and n_ubatch: n_ctx unless given.
+    repack: llama.cpp's repacked weights and AMX buffers (use_extra_bufts), off
+    on the plain path seam mirrors. flash: flash attention, by default exactly
+    when a cache type is quantised, as seam's attention. swa_full: whether
+    sliding-window layers keep every position (None: llama.cpp's default)."""
+    L.llama_backend_init()
+    L.llama_log_set(_quiet_log, None)
+    mp = L.llama_model_default_params()
+    mp.n_gpu_layers = 0
+    mp.use_extra_bufts = repack
+    mp.use_mmap = True
+    model = L.llama_model_load_from_file(path.encode(), mp)
+    if not model:
+        sys.exit(f"llama.cpp could not load {path}")
+    cp = L.llama_context_default_params()
+    cp.n_ctx = n_ctx
+    cp.n_batch = n_batch or n_ctx
+    cp.n_ubatch = n_ubatch or n_ctx
+    cp.n_threads = cp.n_threads_batch = threads
+    if flash is None:
+        flash = cache_k != "f16" or cache_v != "f16"
+    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    cp.type_k = CACHE_TYPES[cache_k]
+    cp.type_v = CACHE_TYPES[cache_v]
+    if swa_full is not None:
+        cp.swa_full = swa_full
+    ctx = L.llama_init_from_model(model, cp)
+    if not ctx:
+        sys.exit("llama.cpp could not create a context")
+    return model, ctx
+
+
 class Reference:
-    """llama.cpp on one model. cache_k, cache_v: the KV cache's types
-    (CACHE_TYPES' names); flash attention runs exactly when one is quantised,
-    as seam's attention does. swa_full: sliding-window layers keep every
-    position (the golden fixtures' setting; llama.cpp's default is a ring)."""
+    """llama.cpp on one model, on its plain path (load). cache_k, cache_v: the
+    KV cache's types (CACHE_TYPES' names); flash attention runs exactly when
+    one is quantised, as seam's attention does. swa_full: sliding-window layers
+    keep every position (the golden fixtures' setting; llama.cpp's default is
+    a ring)."""
 
     def __init__(self, path, n_ctx, threads, cache_k="f16", cache_v="f16", swa_full=True):
-        L.llama_backend_init()
-        L.llama_log_set(_quiet_log, None)
-        mp = L.llama_model_default_params()
-        mp.n_gpu_layers = 0
-        mp.use_extra_bufts = False  # no repacked weights, no AMX buffers
-        mp.use_mmap = True
-        self.model = L.llama_model_load_from_file(path.encode(), mp)
-        if not self.model:
-            sys.exit(f"ref_logits: llama.cpp could not load {path}")
+        self.model, self.ctx = load(path, n_ctx, threads, cache_k, cache_v, swa_full=swa_full)
         self.vocab = L.llama_model_get_vocab(self.model)
         self.n_vocab = L.llama_vocab_n_tokens(self.vocab)
-        cp = L.llama_context_default_params()
-        cp.n_ctx = n_ctx
-        cp.n_batch = n_ctx
-        cp.n_ubatch = n_ctx
-        cp.n_threads = threads
-        cp.n_threads_batch = threads
-        quantised = cache_k != "f16" or cache_v != "f16"
-        cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if quantised else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        cp.type_k = CACHE_TYPES[cache_k]
-        cp.type_v = CACHE_TYPES[cache_v]
-        cp.swa_full = swa_full
-        self.ctx = L.llama_init_from_model(self.model, cp)
-        if not self.ctx:
-            sys.exit("ref_logits: llama.cpp could not create a context")
         self.batch = L.llama_batch_init(n_ctx, 0, 1)
 
     def tokenize(self, text, add_special=True, parse_special=True):

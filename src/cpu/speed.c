@@ -188,7 +188,7 @@ double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes) {
     return gbs;
 }
 
-double cpu_speed_matvec_call(double dot_gbs, double row_ns) {
+double cpu_speed_matvec_call(seam_pool *pool, double dot_gbs, double row_ns, double wake_us) {
     enum { N = 128, ROWS = 256, COLS = 256, CYCLES = 15 };
     uint64_t rng = 9;
     const seam_tensor first = matrix(GGML_TYPE_Q4_K, (int64_t)N * ROWS, COLS, &rng);
@@ -201,16 +201,17 @@ double cpu_speed_matvec_call(double dot_gbs, double row_ns) {
         const double t = seam_now();
         for (int i = 0; i < N; i++) {
             const seam_tensor w = tensor_rows(&first, (int64_t)i * ROWS, ROWS);
-            cpu_matvec(NULL, &w, x, out, act);
+            cpu_matvec(pool, &w, x, out, act);
         }
         if (c >= 0) per_call[c] = (seam_now() - t) / N;
     }
     seam_sort_doubles(per_call, CYCLES);
+    const seam_tensor one = tensor_rows(&first, 0, ROWS), *w = &one;
+    const double row_us = 1e-3 * (first.row_bytes / dot_gbs + row_ns);
+    const double extra = 1e6 * per_call[CYCLES / 2] - cpu_matmul_schedule_us(pool_size(pool), wake_us, 1, &w, &row_us);
     munmap((void *)first.data, first.n_bytes);
     free(act);
-    const double kernels = 1e-9 * (first.row_bytes * ROWS / dot_gbs + ROWS * row_ns);
-    const double extra = per_call[CYCLES / 2] - kernels;
-    return extra > 0 ? 1e6 * extra : 0;
+    return extra;
 }
 
 double cpu_speed_attention(seam_pool *pool, int group, int head_dim, uint64_t min_bytes) {
@@ -272,8 +273,6 @@ static void wake_share(void *ctx, int ith, int nth) {
     }
 }
 
-static void empty_share(void *ctx, int ith, int nth) { (void)ctx, (void)ith, (void)nth; }
-
 // The caller's own work between two jobs (decode's norms, rope, routing):
 // a worker spinning for the next job yields its core now and then.
 static void caller_gap(void) {
@@ -291,24 +290,44 @@ static double trimmed_mean(double *v, int n) {
     return keep ? sum / keep : 0;
 }
 
-void cpu_speed_pool(seam_pool *pool, double *job_us, double *wake_us) {
+double cpu_speed_wake(seam_pool *pool) {
     enum { JOBS = 4001 };
     static double t[JOBS];
-    *job_us = *wake_us = 0;
-    if (pool_size(pool) < 2) return;
-    for (int i = 0; i < JOBS; i++) {
-        caller_gap();
-        const double t0 = seam_now();
-        pool_run(pool, empty_share, NULL);
-        t[i] = seam_now() - t0;
-    }
-    *job_us = 1e6 * trimmed_mean(t, JOBS);
     int n = 0;
-    for (int i = 0; i < JOBS; i++) {
+    for (int i = 0; i < JOBS && pool_size(pool) > 1; i++) {
         caller_gap();
         wake_job j = {.opened = seam_now()};
         pool_run(pool, wake_share, &j);
         if (atomic_load(&j.arrived)) t[n++] = j.first - j.opened;
     }
-    *wake_us = 1e6 * trimmed_mean(t, n);
+    return n ? 1e6 * trimmed_mean(t, n) : 0;
+}
+
+double cpu_schedule_us(int threads, double wake_us, int n, const double *piece_us) {
+    double at[threads];  // when each thread is free: the caller from 0, the workers from wake_us
+    for (int t = 0; t < threads; t++) at[t] = t ? wake_us : 0;
+    double end = 0;
+    for (int i = 0; i < n; i++) {
+        int first = 0;
+        for (int t = 1; t < threads; t++) first = at[t] < at[first] ? t : first;
+        at[first] += piece_us[i];
+        end = at[first] > end ? at[first] : end;
+    }
+    return end;
+}
+
+double cpu_matmul_schedule_us(int threads, double wake_us, int n, const seam_tensor *const *w, const double *row_us) {
+    enum { MAX_GRABS = 1024 };  // a matmul's grabs: a few dozen per thread
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) rows += w[i]->rows;
+    double piece[MAX_GRABS];
+    int k = 0;
+    for (int64_t r0 = 0, first = 0, i = 0; r0 < rows && k < MAX_GRABS;) {
+        const int64_t take =
+            cpu_matvec_grab(rows - r0, first + w[i]->rows - r0, cpu_matvec_min_rows(w[i]->row_bytes), threads);
+        piece[k++] = (double)take * row_us[i];
+        r0 += take;
+        if (r0 == first + w[i]->rows) first = r0, i++;
+    }
+    return cpu_schedule_us(threads, wake_us, k, piece);
 }

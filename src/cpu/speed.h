@@ -14,6 +14,7 @@
 
 #include "cpu/kernels.h"
 #include "cpu/pool.h"
+#include "model.h"
 
 // A matrix of `rows` rows of `cols` weights of `type` (small enough to stay
 // in a cache): GB/s of weight bytes one thread's dot kernel of each of the n_sets
@@ -49,21 +50,31 @@ double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes);
 // the median of 7 cycles after a warm-up; -1 when out of memory.
 double cpu_speed_attention(seam_pool *pool, int group, int head_dim, uint64_t min_bytes);
 
-// What one matvec call costs the calling thread beyond its blocks and rows:
-// cpu_matvec on one thread cycled over 128 distinct matrices of 256 rows of
-// 256 Q4_K weights (4.5 MiB, a small model's layers), the time per call less
-// the dot kernels' time for its bytes and rows (dot_gbs, row_ns:
-// cpu_speed_dot's figures); microseconds, the median of 15 cycles. The
-// input's quantisation, the caches warming to a matrix not read since the
-// last token.
-double cpu_speed_matvec_call(double dot_gbs, double row_ns);
+// What one matvec call costs beyond its rows: cpu_matvec on the pool cycled
+// over 128 distinct matrices of 256 rows of 256 Q4_K weights (4.5 MiB, a
+// small model's layers), the time per call less the time its rows' grabs
+// take over the threads (cpu_matmul_schedule_us, a row taking row_ns +
+// bytes / dot_gbs: cpu_speed_dot_all's figures, the workers wake_us late);
+// microseconds, the median of 15 cycles, maybe negative (noise). On one
+// thread: the input's quantisation, the caches warming to a matrix not read
+// since the last token; on more, also what each job costs the pool in
+// decode's rhythm (its start and join, the workers' spinning and yielding).
+double cpu_speed_matvec_call(seam_pool *pool, double dot_gbs, double row_ns, double wake_us);
 
-// The pool's own cost per job (pool.c), its workers kept awake as decode
-// keeps them (jobs 2 us of the caller's own work apart): job_us, a job with
-// no work from pool_run's call to its return (open, close, the wait for
-// workers inside); wake_us, how long after a job opens the first worker
-// comes in (the caller has the job to itself until then). Each the mean of
-// 4001 jobs less their slowest 1%; both 0 on a pool of one thread.
-void cpu_speed_pool(seam_pool *pool, double *job_us, double *wake_us);
+// How long after a job opens the first worker comes in (the caller has
+// the job to itself until then), the workers kept awake as decode keeps
+// them (jobs 2 us of the caller's own work apart): microseconds, the mean
+// of 4001 jobs less their slowest 1%; 0 on a pool of one thread.
+double cpu_speed_wake(seam_pool *pool);
+
+// When a pool job's work ends: n pieces taken in order, each by the thread
+// free first (the threads take work from one counter), piece i taking
+// piece_us[i]; the caller starts at 0, each of the other threads wake_us
+// later. Microseconds.
+double cpu_schedule_us(int threads, double wake_us, int n, const double *piece_us);
+
+// The same for a matmul job over the rows of w[0..n) as cpu_matmul_items
+// shares them (grabs of cpu_matvec_grab rows), a row of w[i] taking row_us[i].
+double cpu_matmul_schedule_us(int threads, double wake_us, int n, const seam_tensor *const *w, const double *row_us);
 
 #endif
