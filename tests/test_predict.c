@@ -206,16 +206,20 @@ Test(predict, a_split_crosses_twice_and_idles_the_gpu) {
     model_free(&counted);
 }
 
+static hw_profile parsed(const char *text) {
+    hw_profile hw;
+    seam_error e = {{0}};
+    cr_assert_eq(hw_parse(&hw, text, "t.hw", &e), 0, "%s", e.msg);
+    return hw;
+}
+
 // Attention as cpu_attention shares it: 4 query heads of 64 on 2 KV heads
 // take one job per KV head (its 2 queries together) on 1 and on 2 threads.
 Test(predict, attention_jobs_of_grouped_queries_over_the_threads) {
     load_heads(1, 4, 2);
-    hw_profile hw;
-    seam_error e = {{0}};
-    const char *text = "name = attn\ncpu_read_gbs = 1 # measured: x\ncpu_attn_read_gbs = 1 # measured: x\n"
-                       "cpu_attn_gbs = 1 # measured: x\ncpu_attn_pos_ns = 1 # measured: x\n"
-                       "cpu_job_us = 2 # measured: x\ncpu_wake_us = 1 # measured: x\n";
-    cr_assert_eq(hw_parse(&hw, text, "attn.hw", &e), 0, "%s", e.msg);
+    const hw_profile hw = parsed("name = attn\ncpu_read_gbs = 1 # measured: x\ncpu_attn_read_gbs = 1 # measured: x\n"
+                                 "cpu_attn_gbs = 1 # measured: x\ncpu_attn_pos_ns = 1 # measured: x\n"
+                                 "cpu_job_us = 2 # measured: x\ncpu_wake_us = 1 # measured: x\n");
     // a KV head's position: K and V of 64 f16 values, 256 B, read once (256
     // ns) and for each of its 2 queries (256 + 1 ns): 770 ns; 100 positions
     const double job = 100 * 770e-3, weights = model_layer_active_bytes(&counted, 0) * 1e-3;
@@ -232,12 +236,10 @@ Test(predict, attention_jobs_of_grouped_queries_over_the_threads) {
 // rows (16 KiB).
 Test(predict, small_matrices_in_cache_are_jobs_of_row_grabs) {
     load_counted(1);
-    hw_profile hw;
-    seam_error e = {{0}};
-    const char *text = "name = jobs\ncpu_read_gbs = 1 # measured: x\ncpu_llc_mib = 64 # measured: x\n"
-                       "cpu_call_us = 5 # measured: x\ncpu_job_us = 2 # measured: x\ncpu_wake_us = 1 # measured: x\n"
-                       "cpu_dot_gbs.Q8_0 = 1 # measured: x\ncpu_dot_row_ns.Q8_0 = 728 # measured: x\n";
-    cr_assert_eq(hw_parse(&hw, text, "jobs.hw", &e), 0, "%s", e.msg);
+    const hw_profile hw = parsed("name = jobs\ncpu_read_gbs = 1 # measured: x\ncpu_llc_mib = 64 # measured: x\n"
+                                 "cpu_call_us = 5 # measured: x\ncpu_job_us = 2 # measured: x\n"
+                                 "cpu_wake_us = 1 # measured: x\ncpu_dot_gbs.Q8_0 = 1 # measured: x\n"
+                                 "cpu_dot_row_ns.Q8_0 = 728 # measured: x\n");
     // one thread: the call and its 256 rows
     NEAR(predict_on(0, -1, OVERFLOW_CPU, &hw, 1).part_us[PART_HEAD], 5 + 256);
     // two: grabs of 64, 60, 60, 60 and 12 rows; the caller takes 64 (0..64)
