@@ -20,6 +20,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 import seam_json
@@ -47,7 +48,7 @@ def run(args):
         sys.exit("predict_check: --fill must be at least half of --gen")
     for _ in range(args.rounds):
         for t in args.threads.split(","):
-            hw = os.path.join(os.path.dirname(os.path.abspath(args.out)), f".predict-this-t{t}.hw")
+            hw = os.path.join(tempfile.gettempdir(), f"predict-this-t{t}.hw")  # the round's profile, for seam plan
             profile = measure_profile(args.seam, args.model[0], t, args.profile_runs, hw)
             for model in args.model:
                 pred = seam_json.plan(args.seam, model, ["-ngl", "0", "--hw", hw, "-t", t, "-c", str(args.fill)])
