@@ -156,7 +156,9 @@ static void check_dot(uint32_t type, int64_t n, uint64_t *rng) {
 
 Test(kernels, k_types_bitwise) {
     static const uint32_t types[] = {GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
-    static const int64_t lengths[] = {256, 512, 768, 1024, 2048, 3072, 4096 + 256};
+    // 4096 + 256: the AVX-512 tiles' inputs in groups and their blocks
+    // in passes, one partial; 8192: its rows in two chunks, one partial
+    static const int64_t lengths[] = {256, 512, 768, 1024, 2048, 3072, 4096 + 256, 8192};
     uint64_t rng = 1;
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)

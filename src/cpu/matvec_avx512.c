@@ -48,9 +48,9 @@ KTILE_KERNEL(dot_q6_K_one, q6k_dots_tile, k_core_vnni, true, 1)
 // (A, B) sums in the two words of one int32 lane, in the reference's lane
 // order: 2 dpbusd + 1 pack + 1 dpwssd per run pair. The activations are
 // interleaved once per tile (ktile_prep), the weights once per row and block
-// for all the tile's inputs, and what depends only on the inputs (their d,
-// Q4_K's sub-block sums) is laid out for vector loads. The float steps are
-// the reference's, lane for lane.
+// for a group of tiles (ktile_wblock, below), and what depends only on the
+// inputs (their d, Q4_K's sub-block sums) is laid out for vector loads. The
+// float steps are the reference's, lane for lane.
 //
 // Measured on the 2-core Zen 4 (one core, 96 inputs, rows in L2): Q4_K 86-88
 // G multiply-adds/s against 80-82 with the shared tiles six wide, Q6_K 94
@@ -149,129 +149,194 @@ static inline __attribute__((always_inline)) void store_x8(__m256 sums, int nb, 
     for (int j = 0; j < nb; j++) out[(int64_t)j * ldo] = v[j];
 }
 
-// Q4_K rows against nb inputs (t: ktile_prep's): out[j * ldo + r] =
-// seam_vec_dot. Run pair c is qs chunk c (low nibbles, high nibbles), its
-// scales (sc[2c], sc[2c + 1]) word pair c of the scales; the mins' lanes of
-// two inputs share a register.
-static inline __attribute__((always_inline)) void q4k_rows(int nb, const uint8_t *w, size_t row_bytes,
-                                                           int64_t n_rows, int64_t n, const ktile_block *t,
-                                                           float *out, int64_t ldo) {
-    const int np = (nb + 1) / 2;
+// A row's block as the tiles take it, unpacked once for every input of a
+// group of tiles (not once per tile of eight): the core's interleaved
+// weights and scales, and what the block's float steps need.
+typedef struct {
+    __m256i w1[4], w2[4], s[4];  // ktile_core's: run pair c's weights, its scale words
+    __m256i m;                   // Q4_K: the eight mins (words, both halves); Q6_K: -32 * each sub-block's scale
+    float d, neg_dmin;           // the block's d; Q4_K's -dmin
+} ktile_wblock;
+
+// Q4_K block xb for the tiles. Run pair c is qs chunk c (low nibbles, high
+// nibbles), its scales (sc[2c], sc[2c + 1]) word pair c of the scales.
+static inline __attribute__((always_inline)) void q4k_unpack(const block_q4_K *xb, ktile_wblock *o) {
     const __m256i low4 = _mm256_set1_epi8(15);
+    const __m128i sm = q4k_scales_mins1(xb->scales);
+    const __m256i sc = _mm256_castsi128_si256(_mm_cvtepu8_epi16(sm));
+    for (int c = 0; c < 4; c++) {
+        const __m256i bits = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * c));
+        ktile_pair(_mm256_and_si256(bits, low4), _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4), &o->w1[c],
+                   &o->w2[c]);
+        o->s[c] = _mm256_permutevar8x32_epi32(sc, _mm256_set1_epi32(c));
+    }
+    o->m = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)));
+    o->d = f16_to_f32(xb->d);
+    o->neg_dmin = -f16_to_f32(xb->dmin);
+}
+
+// Q6_K block xb for the tiles (layout in quant.h): run pairs (4h, 4h + 1)
+// and (4h + 2, 4h + 3) of half h, as q6k_runs unpacks them; a run is two
+// sub-blocks of 16 (lanes 0-3, 4-7), so pair (A, B)'s scale words are
+// (sc[2A], sc[2B]) in lanes 0-3 and (sc[2A + 1], sc[2B + 1]) in 4-7.
+static inline __attribute__((always_inline)) void q6k_unpack(const block_q6_K *xb, ktile_wblock *o) {
+    const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb->scales));
+    for (int h = 0; h < 2; h++) {
+        __m256i q[4];
+        q6k_runs(xb, h, q);
+        for (int k = 0; k < 2; k++) {
+            const int c = 2 * h + k, A = 2 * c;  // runs A, A + 1
+            ktile_pair(q[2 * k], q[2 * k + 1], &o->w1[c], &o->w2[c]);
+            o->s[c] = _mm256_permutexvar_epi16(
+                _mm256_setr_epi16(2 * A, 2 * A + 2, 2 * A, 2 * A + 2, 2 * A, 2 * A + 2, 2 * A, 2 * A + 2, 2 * A + 1,
+                                  2 * A + 3, 2 * A + 1, 2 * A + 3, 2 * A + 1, 2 * A + 3, 2 * A + 1, 2 * A + 3),
+                sc);
+        }
+    }
+    o->m = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), sc), 5);
+    o->d = f16_to_f32(xb->d);
+    o->neg_dmin = 0;
+}
+
+// A row's sums against a tile's inputs between passes over parts of its
+// blocks: its accumulators, in the order the float steps left them.
+typedef struct {
+    __m256 acc[KTILE], acc_m[KTILE / 2];
+} ktile_acc;
+
+// Q4_K rows (wb: nblk unpacked blocks a row) against nb inputs (t:
+// ktile_prep's) over blocks [b0, b1); the rows' sums carried in st from
+// the blocks before b0 and to those after b1, or at the end out[j * ldo + r]
+// = seam_vec_dot. The mins' lanes of two inputs share a register.
+static inline __attribute__((always_inline)) void q4k_rows(int nb, const ktile_wblock *wb, int64_t n_rows,
+                                                           int64_t nblk, int64_t b0, int64_t b1,
+                                                           const ktile_block *t, ktile_acc *st, float *out,
+                                                           int64_t ldo) {
+    const int np = (nb + 1) / 2;
     for (int64_t r = 0; r < n_rows; r++) {
-        const block_q4_K *x = (const block_q4_K *)(w + (size_t)r * row_bytes);
         __m256 acc[KTILE], acc_m[KTILE / 2];  // the unused ones stay 0 for the sums of eight
-        for (int j = 0; j < KTILE; j++) acc[j] = _mm256_setzero_ps();
-        for (int p = 0; p < KTILE / 2; p++) acc_m[p] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < n / QK_K; b++) {
-            const block_q4_K *xb = x + b;
+        for (int j = 0; j < KTILE; j++) acc[j] = b0 ? st[r].acc[j] : _mm256_setzero_ps();
+        for (int p = 0; p < KTILE / 2; p++) acc_m[p] = b0 ? st[r].acc_m[p] : _mm256_setzero_ps();
+        for (int64_t b = b0; b < b1; b++) {
+            const ktile_wblock *x = wb + r * nblk + b;
             const ktile_block *tb = t + b;
-            const __m128i sm = q4k_scales_mins1(xb->scales);
-            const __m256i sc = _mm256_castsi128_si256(_mm_cvtepu8_epi16(sm));
-            const __m256i mins = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)));
-            __m256i w1[4], w2[4], s[4];
-            for (int c = 0; c < 4; c++) {
-                const __m256i bits = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * c));
-                ktile_pair(_mm256_and_si256(bits, low4), _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4), &w1[c],
-                           &w2[c]);
-                s[c] = _mm256_permutevar8x32_epi32(sc, _mm256_set1_epi32(c));
-            }
-            uint32_t d_dmin;
-            memcpy(&d_dmin, &xb->d, sizeof d_dmin);
-            const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)d_dmin));
             // da * d for every input at once; -dmin, times each pair's da
             float dad[KTILE] __attribute__((aligned(32)));
-            _mm256_store_ps(dad, _mm256_mul_ps(_mm256_broadcastss_ps(dd), _mm256_loadu_ps(tb->d)));
-            const __m256 neg_dmin = _mm256_castsi256_ps(_mm256_xor_si256(
-                _mm256_castps_si256(_mm256_broadcastss_ps(_mm_movehdup_ps(dd))), _mm256_set1_epi32(INT32_MIN)));
+            _mm256_store_ps(dad, _mm256_mul_ps(_mm256_set1_ps(x->d), _mm256_loadu_ps(tb->d)));
+            const __m256 neg_dmin = _mm256_set1_ps(x->neg_dmin);
             for (int j = 0; j < nb; j++) {
-                const __m256i lanes = ktile_core(_mm256_setzero_si256(), w1, w2, s, tb->qs[j]);
+                const __m256i lanes = ktile_core(_mm256_setzero_si256(), x->w1, x->w2, x->s, tb->qs[j]);
                 acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dad[j]), _mm256_cvtepi32_ps(lanes), acc[j]);
             }
             for (int p = 0; p < np; p++) {
-                const __m256i m = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)tb->sums[p]));
+                const __m256i m = _mm256_madd_epi16(x->m, _mm256_loadu_si256((const __m256i *)tb->sums[p]));
                 acc_m[p] = _mm256_fmadd_ps(_mm256_mul_ps(neg_dmin, _mm256_loadu_ps(tb->d_pair[p])),
                                            _mm256_cvtepi32_ps(m), acc_m[p]);
             }
         }
-        store_x8(_mm256_add_ps(hsum8_x8(acc), hsum4_x8(acc_m)), nb, out + r, ldo);
+        if (b1 < nblk) {
+            for (int j = 0; j < KTILE; j++) st[r].acc[j] = acc[j];
+            for (int p = 0; p < KTILE / 2; p++) st[r].acc_m[p] = acc_m[p];
+        } else {
+            store_x8(_mm256_add_ps(hsum8_x8(acc), hsum4_x8(acc_m)), nb, out + r, ldo);
+        }
     }
 }
 
-// Q6_K rows (layout in quant.h): run pairs (4h, 4h + 1) and (4h + 2, 4h + 3)
-// of half h, as q6k_runs unpacks them; a run is two sub-blocks of 16 (lanes
-// 0-3, 4-7), so pair (A, B)'s scale words are (sc[2A], sc[2B]) in lanes 0-3
-// and (sc[2A + 1], sc[2B + 1]) in 4-7. The -32 of every quant starts the
-// lanes: -32 * (sc[2l] * bsums[2l] + sc[2l + 1] * bsums[2l + 1]).
-static inline __attribute__((always_inline)) void q6k_rows(int nb, const uint8_t *w, size_t row_bytes,
-                                                           int64_t n_rows, int64_t n, const ktile_block *t,
-                                                           float *out, int64_t ldo) {
+// Q6_K rows, as q4k_rows. The -32 of every quant starts the lanes: -32 *
+// (sc[2l] * bsums[2l] + sc[2l + 1] * bsums[2l + 1]).
+static inline __attribute__((always_inline)) void q6k_rows(int nb, const ktile_wblock *wb, int64_t n_rows,
+                                                           int64_t nblk, int64_t b0, int64_t b1,
+                                                           const ktile_block *t, ktile_acc *st, float *out,
+                                                           int64_t ldo) {
     for (int64_t r = 0; r < n_rows; r++) {
-        const block_q6_K *x = (const block_q6_K *)(w + (size_t)r * row_bytes);
         __m256 acc[KTILE];  // the unused ones stay 0 for the sums of eight
-        for (int j = 0; j < KTILE; j++) acc[j] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < n / QK_K; b++) {
-            const block_q6_K *xb = x + b;
+        for (int j = 0; j < KTILE; j++) acc[j] = b0 ? st[r].acc[j] : _mm256_setzero_ps();
+        for (int64_t b = b0; b < b1; b++) {
+            const ktile_wblock *x = wb + r * nblk + b;
             const ktile_block *tb = t + b;
-            const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb->scales));
-            const __m256i sc_neg32 = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), sc), 5);
-            __m256i w1[4], w2[4], s[4];
-            for (int h = 0; h < 2; h++) {
-                __m256i q[4];
-                q6k_runs(xb, h, q);
-                for (int k = 0; k < 2; k++) {
-                    const int c = 2 * h + k, A = 2 * c;  // runs A, A + 1
-                    ktile_pair(q[2 * k], q[2 * k + 1], &w1[c], &w2[c]);
-                    s[c] = _mm256_permutexvar_epi16(
-                        _mm256_setr_epi16(2 * A, 2 * A + 2, 2 * A, 2 * A + 2, 2 * A, 2 * A + 2, 2 * A, 2 * A + 2,
-                                          2 * A + 1, 2 * A + 3, 2 * A + 1, 2 * A + 3, 2 * A + 1, 2 * A + 3, 2 * A + 1,
-                                          2 * A + 3),
-                        sc);
-                }
-            }
-            seam_f16 d16;
-            memcpy(&d16, &xb->d, sizeof d16);
             float dad[KTILE] __attribute__((aligned(32)));
-            _mm256_store_ps(dad, _mm256_mul_ps(_mm256_set1_ps(f16_to_f32(d16)), _mm256_loadu_ps(tb->d)));
+            _mm256_store_ps(dad, _mm256_mul_ps(_mm256_set1_ps(x->d), _mm256_loadu_ps(tb->d)));
             for (int j = 0; j < nb; j++) {
-                const __m256i offset = _mm256_madd_epi16(sc_neg32, _mm256_loadu_si256((const __m256i *)tb->bsums[j]));
-                const __m256i lanes = ktile_core(offset, w1, w2, s, tb->qs[j]);
+                const __m256i offset = _mm256_madd_epi16(x->m, _mm256_loadu_si256((const __m256i *)tb->bsums[j]));
+                const __m256i lanes = ktile_core(offset, x->w1, x->w2, x->s, tb->qs[j]);
                 acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dad[j]), _mm256_cvtepi32_ps(lanes), acc[j]);
             }
         }
-        // + 0: the reference's empty mins term (it turns a -0 sum into +0)
-        store_x8(_mm256_add_ps(hsum8_x8(acc), _mm256_setzero_ps()), nb, out + r, ldo);
+        if (b1 < nblk)
+            for (int j = 0; j < KTILE; j++) st[r].acc[j] = acc[j];
+        else  // + 0: the reference's empty mins term (it turns a -0 sum into +0)
+            store_x8(_mm256_add_ps(hsum8_x8(acc), _mm256_setzero_ps()), nb, out + r, ldo);
     }
 }
 
-// The cpu_dot_fn of a K type: one input through the shared tile, more in
-// tiles of KTILE, each tile prepared once and then run over every row.
-#define KTILE_DOT(name, one, rows, q4k)                                                                            \
+// How the tiles block the work: the inputs in groups of tiles prepared
+// together (KTILE_GROUP_BYTES of ktile_blocks, in L2), the rows in chunks
+// unpacked together (KTILE_ROWS_BYTES of ktile_wblocks, in L2); each tile of
+// the group then runs over the chunk's rows with its own inputs in L1. A
+// row's block is unpacked once per group where it was once per tile, the
+// weights read from memory once per group. A tile's pass takes
+// KTILE_PASS_BLOCKS blocks of its rows at a time, so that its inputs' part
+// (2.5 KiB a block) stays in L1 beside the rows streaming by: past that,
+// rows of 3072 weights ran 10-15% slower than rows of 1024.
+#define KTILE_GROUP_BYTES (128 << 10)
+#define KTILE_ROWS_BYTES (64 << 10)
+#define KTILE_PASS_BLOCKS 4
+
+// The cpu_dot_fn of a K type (its blocks `block`, unpacked by `unpack`,
+// run by `rows`): one input through the shared tile, more as above.
+#define KTILE_DOT(name, one, block, unpack, rows, q4k)                                                             \
     static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,            \
                      size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {                         \
         if (n_act == 1) {                                                                                          \
             one(type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);                                  \
             return;                                                                                                \
         }                                                                                                          \
-        ktile_block t[n / QK_K]; /* 2.6 KB a block: 330 KB on the stack for rows of 32768 */                       \
-        for (int j0 = 0; j0 < n_act; j0 += KTILE) {                                                                \
-            const int nb = n_act - j0 < KTILE ? n_act - j0 : KTILE;                                                \
-            ktile_prep(q4k, (const uint8_t *)act + (size_t)j0 * act_stride, act_stride, nb, n, t);                 \
-            float *oj = out + (int64_t)j0 * ldo;                                                                   \
-            switch (nb) {                                                                                          \
-                case 1: rows(1, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
-                case 2: rows(2, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
-                case 3: rows(3, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
-                case 4: rows(4, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
-                case 5: rows(5, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
-                case 6: rows(6, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
-                case 7: rows(7, w, row_bytes, n_rows, n, t, oj, ldo); break;                                       \
-                default: rows(8, w, row_bytes, n_rows, n, t, oj, ldo); break;                                      \
+        const int64_t nblk = n / QK_K;                                                                             \
+        const int tiles = (n_act + KTILE - 1) / KTILE;                                                             \
+        int group = (int)(KTILE_GROUP_BYTES / (sizeof(ktile_block) * (size_t)nblk));                               \
+        group = group < 1 ? 1 : group > tiles ? tiles : group;                                                     \
+        int64_t chunk = (int64_t)(KTILE_ROWS_BYTES / (sizeof(ktile_wblock) * (size_t)nblk));                       \
+        chunk = chunk < 1 ? 1 : chunk > n_rows ? n_rows : chunk;                                                   \
+        ktile_block t[group * nblk];    /* at most KTILE_GROUP_BYTES but for rows past 13000 weights */            \
+        ktile_wblock wb[chunk * nblk];  /* at most KTILE_ROWS_BYTES but for rows past 37000 */                     \
+        ktile_acc st[chunk];                                                                                       \
+        for (int g0 = 0; g0 < tiles; g0 += group) {                                                                \
+            const int ng = tiles - g0 < group ? tiles - g0 : group;                                                \
+            for (int g = 0; g < ng; g++) {                                                                         \
+                const int j0 = (g0 + g) * KTILE;                                                                   \
+                ktile_prep(q4k, (const uint8_t *)act + (size_t)j0 * act_stride, act_stride,                        \
+                           n_act - j0 < KTILE ? n_act - j0 : KTILE, n, t + g * nblk);                              \
+            }                                                                                                      \
+            for (int64_t r0 = 0; r0 < n_rows; r0 += chunk) {                                                       \
+                const int64_t nr = n_rows - r0 < chunk ? n_rows - r0 : chunk;                                      \
+                for (int64_t r = 0; r < nr; r++)                                                                   \
+                    for (int64_t b = 0; b < nblk; b++)                                                             \
+                        unpack((const block *)((const uint8_t *)w + (size_t)(r0 + r) * row_bytes) + b,             \
+                               &wb[r * nblk + b]);                                                                 \
+                for (int g = 0; g < ng; g++) {                                                                     \
+                    const int j0 = (g0 + g) * KTILE, nb = n_act - j0 < KTILE ? n_act - j0 : KTILE;                 \
+                    const ktile_block *tg = t + g * nblk;                                                          \
+                    float *oj = out + (int64_t)j0 * ldo + r0;                                                      \
+                    for (int64_t b0 = 0; b0 < nblk; b0 += KTILE_PASS_BLOCKS) {                                     \
+                        const int64_t b1 = nblk - b0 < KTILE_PASS_BLOCKS ? nblk : b0 + KTILE_PASS_BLOCKS;          \
+                        switch (nb) {                                                                              \
+                            case 1: rows(1, wb, nr, nblk, b0, b1, tg, st, oj, ldo); break;                         \
+                            case 2: rows(2, wb, nr, nblk, b0, b1, tg, st, oj, ldo); break;                         \
+                            case 3: rows(3, wb, nr, nblk, b0, b1, tg, st, oj, ldo); break;                         \
+                            case 4: rows(4, wb, nr, nblk, b0, b1, tg, st, oj, ldo); break;                         \
+                            case 5: rows(5, wb, nr, nblk, b0, b1, tg, st, oj, ldo); break;                         \
+                            case 6: rows(6, wb, nr, nblk, b0, b1, tg, st, oj, ldo); break;                         \
+                            case 7: rows(7, wb, nr, nblk, b0, b1, tg, st, oj, ldo); break;                         \
+                            default: rows(8, wb, nr, nblk, b0, b1, tg, st, oj, ldo); break;                        \
+                        }                                                                                          \
+                    }                                                                                              \
+                }                                                                                                  \
             }                                                                                                      \
         }                                                                                                          \
     }
-KTILE_DOT(dot_q4_K, dot_q4_K_one, q4k_rows, true)
-KTILE_DOT(dot_q6_K, dot_q6_K_one, q6k_rows, false)
+KTILE_DOT(dot_q4_K, dot_q4_K_one, block_q4_K, q4k_unpack, q4k_rows, true)
+KTILE_DOT(dot_q6_K, dot_q6_K_one, block_q6_K, q6k_unpack, q6k_rows, false)
 
 // The 32-wide types' byte core: one dpbusd, straight into the lanes.
 static inline __attribute__((always_inline)) __m256i i8_core_vnni(__m256i abs_q, __m256i s) {
