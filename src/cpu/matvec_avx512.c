@@ -388,15 +388,8 @@ typedef struct {
 // Block b of a row as unsigned bytes q + bias (bias: 8, 16, 128).
 typedef __m256i (*unpack_u8_fn)(const void *row, int64_t b);
 
-// Q4_0 and Q5_0's 16 bytes of nibbles as 32: weight j in the low nibble of
-// qs[j], j + 16 in the high one.
-static inline __m256i nibbles_u8(const uint8_t *qs) {
-    const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
-    return _mm256_and_si256(_mm256_mask_srli_epi16(both, 0xff00, both, 4), _mm256_set1_epi8(15));
-}
-
 static inline __m256i unpack_u8_q4_0(const void *row, int64_t b) {
-    return nibbles_u8(((const block_q4_0 *)row + b)->qs);
+    return nibbles_32(((const block_q4_0 *)row + b)->qs);
 }
 
 // Q5_0: bit j of qh, weight j's fifth bit, adds 16 to byte j.
@@ -404,7 +397,7 @@ static inline __m256i unpack_u8_q5_0(const void *row, int64_t b) {
     const block_q5_0 *x = (const block_q5_0 *)row + b;
     uint32_t qh;
     memcpy(&qh, x->qh, sizeof qh);
-    const __m256i nib = nibbles_u8(x->qs);
+    const __m256i nib = nibbles_32(x->qs);
     return _mm256_mask_add_epi8(nib, (__mmask32)qh, nib, _mm256_set1_epi8(16));
 }
 

@@ -109,6 +109,8 @@ static inline __m256i q6k_run_scales(__m256i sch, int r) {
 typedef __m256i (*unpack32_fn)(const void *row, int64_t b, float *d);
 
 // Q4_0: | d | qs[16] |, weight j in the low nibble of qs[j], j+16 in the high.
+// Q4_0's and Q5_0's nibbles as 32 bytes 0..15, for the AVX2 unpacks here and
+// the AVX-512 micro-tiles' unsigned ones.
 static inline __m256i nibbles_32(const uint8_t *qs) {
     const __m128i lo = _mm_loadu_si128((const __m128i *)qs);
     const __m256i both = _mm256_set_m128i(_mm_srli_epi16(lo, 4), lo);
