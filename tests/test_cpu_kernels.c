@@ -166,9 +166,10 @@ Test(kernels, k_types_bitwise) {
 }
 
 Test(kernels, wide32_types_bitwise) {
-    // 1..3 blocks exercise the tail alone; 5, 20 and 35 the four-block loop and its tail
+    // 1..3 blocks exercise the tail alone; 5, 20 and 35 the four-block loop
+    // and its tail; 4096 the AVX-512 micro-tiles' inputs in several groups
     static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q5_0, GGML_TYPE_Q8_0};
-    static const int64_t lengths[] = {32, 64, 96, 160, 640, 1024, 1120};
+    static const int64_t lengths[] = {32, 64, 96, 160, 640, 1024, 1120, 4096};
     uint64_t rng = 2;
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)

@@ -371,14 +371,17 @@ WIDE32_KERNEL(dot_q8_0_one, unpack_q8_0, i8_core_vnni, 1)
 // are one 512-bit multiply per block. What is left per (row, input, block)
 // is dpbusd, convert and the reference's fused multiply-add, whose two
 // multiplies are the bound. The rows' blocks are unpacked once per
-// micro-tile row group for all WT_IN inputs; the products are formed in a
+// micro-tile row group for all the inputs prepared at once (WT_IN_BYTES of
+// them, in L2: 92 of a prompt batch's 96 for Gemma 3's 640-wide rows, where
+// 16 at a time spent an eighth of the time unpacking rows again -- Q5_0
+// 63 -> 80 G multiply-adds/s, one core); the products are formed in a
 // pass before the loop that reads them, as a load that follows the store
 // it reads waits on it (a third of the speed, measured).
 //
 // Measured on the 2-core Zen 4 (one core, 96 inputs, rows in L2): Q5_0
 // 74-78 G multiply-adds/s against 45 with the shared tile, Q8_0 75 against
 // 52. One input keeps the shared tile (decode).
-#define WT_IN 16  // inputs prepared at once: their blocks, 272 B per 4 inputs and block, on the stack
+#define WT_IN_BYTES (128 << 10)  // the inputs prepared at once: 272 B per WT_J of them and block, on the stack
 #define WT_R 4    // rows of a micro-tile
 #define WT_J 4    // inputs of a micro-tile: WT_R * WT_J accumulators and the rows' quants in 32 registers
 
@@ -484,7 +487,7 @@ static inline __attribute__((always_inline)) void wt_micro(const wt_rows *wr, co
     _mm256_storeu_ps(res + 8, hsum8_x8(acc + 8));
 }
 
-// Every row against every input: inputs WT_IN at a time (prepared once),
+// Every row against every input: inputs WT_IN_BYTES at a time (prepared once),
 // rows WT_R at a time (the last group's missing rows repeat its last row;
 // only real rows and inputs are written).
 static inline __attribute__((always_inline)) void wt_dot(unpack_u8_fn unpack, size_t block_bytes, int bias_shift,
@@ -492,10 +495,13 @@ static inline __attribute__((always_inline)) void wt_dot(unpack_u8_fn unpack, si
                                                          const void *act, size_t act_stride, int n_act, int64_t n,
                                                          float *out, int64_t ldo) {
     const int64_t nbk = n / QK8_0;
-    wt_inputs t[WT_IN / WT_J * nbk];
+    const int groups = (n_act + WT_J - 1) / WT_J;
+    int per = (int)(WT_IN_BYTES / (sizeof(wt_inputs) * (size_t)nbk));  // groups of WT_J inputs prepared at once
+    per = per < 1 ? 1 : per > groups ? groups : per;
+    wt_inputs t[per * nbk];
     wt_rows wr[nbk];
-    for (int i0 = 0; i0 < n_act; i0 += WT_IN) {
-        const int ni = n_act - i0 < WT_IN ? n_act - i0 : WT_IN;
+    for (int i0 = 0; i0 < n_act; i0 += per * WT_J) {
+        const int ni = n_act - i0 < per * WT_J ? n_act - i0 : per * WT_J;
         wt_prep_inputs(bias_shift, (const uint8_t *)act + (size_t)i0 * act_stride, act_stride, ni, n, t);
         for (int64_t r0 = 0; r0 < n_rows; r0 += WT_R) {
             const int nr = n_rows - r0 < WT_R ? (int)(n_rows - r0) : WT_R;
