@@ -43,6 +43,14 @@ static inline const float *cpu_q8_0_scales_of(const void *act, int64_t n) {
     return (const float *)cpu_input_extras_of(act, sizeof(block_q8_0), n / QK8_0);
 }
 
+// The AVX-512 prefill tiles' buffers, on each thread's stack: a group of
+// prepared inputs and a chunk of unpacked rows (more only for rows too wide
+// for one input tile or one row to fit). cpu_tiles_stack_bytes bounds them
+// for rows of n weights, for the memory prediction (memstat.c).
+#define CPU_TILES_GROUP_BYTES (64 << 10)
+#define CPU_TILES_ROWS_BYTES (16 << 10)
+uint64_t cpu_tiles_stack_bytes(int64_t n);
+
 // An attention head's weighted sum of values, the contract of
 // exact_attention_values_run and _end (src/exact.h): in runs of positions
 // [c0, c1) of the query's [t0, t1), out (head_dim) = sum over t of f16(w[t])

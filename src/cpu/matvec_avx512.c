@@ -289,8 +289,8 @@ static inline __attribute__((always_inline)) void q6k_rows(int nb, const ktile_w
 // KTILE_PASS_BLOCKS blocks of its rows at a time, so that its inputs' part
 // (2.5 KiB a block) stays in L1 beside the rows streaming by: past that,
 // rows of 3072 weights ran 10-15% slower than rows of 1024.
-#define KTILE_GROUP_BYTES (128 << 10)
-#define KTILE_ROWS_BYTES (64 << 10)
+#define KTILE_GROUP_BYTES CPU_TILES_GROUP_BYTES
+#define KTILE_ROWS_BYTES CPU_TILES_ROWS_BYTES
 #define KTILE_PASS_BLOCKS 4
 
 // The cpu_dot_fn of a K type (its blocks `block`, unpacked by `unpack`,
@@ -372,7 +372,7 @@ WIDE32_KERNEL(dot_q8_0_one, unpack_q8_0, i8_core_vnni, 1)
 // is dpbusd, convert and the reference's fused multiply-add, whose two
 // multiplies are the bound. The rows' blocks are unpacked once per
 // micro-tile row group for all the inputs prepared at once (WT_IN_BYTES of
-// them, in L2: 92 of a prompt batch's 96 for Gemma 3's 640-wide rows, where
+// them, in L2: 48 of a prompt batch's 96 for Gemma 3's 640-wide rows, where
 // 16 at a time spent an eighth of the time unpacking rows again -- Q5_0
 // 63 -> 80 G multiply-adds/s, one core); the products are formed in a
 // pass before the loop that reads them, as a load that follows the store
@@ -381,7 +381,7 @@ WIDE32_KERNEL(dot_q8_0_one, unpack_q8_0, i8_core_vnni, 1)
 // Measured on the 2-core Zen 4 (one core, 96 inputs, rows in L2): Q5_0
 // 74-78 G multiply-adds/s against 45 with the shared tile, Q8_0 75 against
 // 52. One input keeps the shared tile (decode).
-#define WT_IN_BYTES (128 << 10)  // the inputs prepared at once: 272 B per WT_J of them and block, on the stack
+#define WT_IN_BYTES CPU_TILES_GROUP_BYTES  // the inputs prepared at once: 272 B per WT_J of them and block, on the stack
 #define WT_R 4    // rows of a micro-tile
 #define WT_J 4    // inputs of a micro-tile: WT_R * WT_J accumulators and the rows' quants in 32 registers
 

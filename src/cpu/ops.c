@@ -38,6 +38,15 @@ void cpu_input_extras(uint32_t act_type, void *act, int64_t n) {
 
 // ---------------------------------------------------------------- kernels
 
+uint64_t cpu_tiles_stack_bytes(int64_t n) {
+    // a K-type input tile's 2.6 KB a block, an unpacked row's 448 B a block
+    // and each chunk row's accumulators (512 B, at most as much again)
+    const uint64_t blocks = (uint64_t)(n / QK_K) + 1;
+    const uint64_t group = blocks * 2600 > CPU_TILES_GROUP_BYTES ? blocks * 2600 : CPU_TILES_GROUP_BYTES;
+    const uint64_t rows = blocks * 448 > CPU_TILES_ROWS_BYTES ? blocks * 448 : CPU_TILES_ROWS_BYTES;
+    return group + 2 * rows;
+}
+
 static void dot_rows_ref(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
                          size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
     for (int j = 0; j < n_act; j++)
