@@ -393,25 +393,34 @@ def main():
     seam_tg_med = med(res["seam"]["tg"])
     lines = []
     lines.append(f"model: {a.model} ({per_token / 2**20:.1f} MiB read per token)")
-    lines.append(f"threads: {a.threads}; tg{a.tg} = {a.tg} single-token decodes after a 3-token prompt; "
-                 f"pp{a.pp} = a {a.pp}-token prompt; {a.reps} repetitions, alternating order, medians")
+    what = {"tg": f"tg{a.tg} = {a.tg} single-token decodes after a 3-token prompt",
+            "pp": f"pp{a.pp} = a {a.pp}-token prompt"}
+    lines.append(f"threads: {a.threads}; " + "; ".join(what[t] for t in tests)
+                 + f"; {a.reps} repetitions, alternating order, medians")
     lines.append("")
-    lines.append("| engine | tg tok/s (median) | tg runs | pp tok/s (median) | pp runs | decode GB/s | seam / this (tg) "
-                 "| seam / this (pp) |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+    # a column group per test that ran (tg: its runs, decode GB/s and ratio; pp: its runs and ratio)
+    head, rule = ["engine"], ["---"]
+    if "tg" in tests:
+        head += ["tg tok/s (median)", "tg runs", "decode GB/s", "seam / this (tg)"]
+    if "pp" in tests:
+        head += ["pp tok/s (median)", "pp runs", "seam / this (pp)"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
     for name in variants:
         r = res[name]
         if r["error"]:
-            lines.append(f"| {name} | failed: {r['error']} | | | | | | |")
+            lines.append(f"| {name} | failed: {r['error']} |" + " |" * (len(head) - 2))
             continue
-        tg_med, pp_med = med(r["tg"]), med(r["pp"])
-        runs = " ".join(f"{x:.1f}" for x in r["tg"])
-        pp_runs = " ".join(f"{x:.0f}" for x in r["pp"])
-        ratio = seam_tg_med / tg_med if tg_med else float("nan")
-        pp_ratio = med(res["seam"]["pp"]) / pp_med if a.pp and pp_med else float("nan")
-        pp_txt = f"{pp_med:.1f}" if a.pp else "-"
-        lines.append(f"| {name} | {tg_med:.2f} | {runs} | {pp_txt} | {pp_runs} | {tg_med * per_token / 1e9:.2f} "
-                     f"| {ratio:.3f} | {pp_ratio:.3f} |")
+        cells = [name]
+        if "tg" in tests:
+            tg_med = med(r["tg"])
+            cells += [f"{tg_med:.2f}", " ".join(f"{x:.1f}" for x in r["tg"]), f"{tg_med * per_token / 1e9:.2f}",
+                      f"{seam_tg_med / tg_med if tg_med else float('nan'):.3f}"]
+        if "pp" in tests:
+            pp_med = med(r["pp"])
+            cells += [f"{pp_med:.1f}", " ".join(f"{x:.0f}" for x in r["pp"]),
+                      f"{med(res['seam']['pp']) / pp_med if pp_med else float('nan'):.3f}"]
+        lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for test, n in (("tg", a.tg), ("pp", a.pp)):
         meds = {name: med(res[name][test]) for name in variants if name != "seam" and res[name][test]}
@@ -422,8 +431,9 @@ def main():
     lines.append("")
     lines.append(f"read bandwidth ({a.threads} threads, seam-membw, median of 9): {read_bw[0]:.1f} GB/s plain loop"
                  + (f", {read_pf[0]:.1f} GB/s with software prefetch" if ("read+pf", a.threads) in bw_rows else ""))
-    lines.append(f"seam decode: {seam_tg_med * per_token / 1e9:.2f} GB/s = "
-                 f"{100 * seam_tg_med * per_token / 1e9 / best_read:.0f}% of the better read bandwidth")
+    if "tg" in tests:
+        lines.append(f"seam decode: {seam_tg_med * per_token / 1e9:.2f} GB/s = "
+                     f"{100 * seam_tg_med * per_token / 1e9 / best_read:.0f}% of the better read bandwidth")
     busy = [b for r in res.values() for b in r["busy"]]
     if busy:
         lines.append(f"CPUs busy before each measurement (other work on the machine): median {100 * med(busy):.0f}%, "
@@ -437,7 +447,8 @@ def main():
     if a.out:
         cmd = " ".join(shlex.quote(x) for x in [sys.executable, os.path.relpath(__file__, ROOT)] + sys.argv[1:])
         with open(a.out, "w") as f:
-            f.write(f"# CPU decode: seam vs llama.cpp ({datetime.date.today().isoformat()})\n\n")
+            what = " and ".join({"tg": "decode", "pp": "prompts"}[t] for t in tests)
+            f.write(f"# CPU {what}: seam vs llama.cpp ({datetime.date.today().isoformat()})\n\n")
             f.write(f"- machine: {machine()}\n- command: `{cmd}`\n")
             try:
                 import llama_cpp
