@@ -311,11 +311,11 @@ static int help_lists_flags_of(const char *const *help_args, const char *source,
     return n_flags;
 }
 
-// --help names every flag main.c and bench.c parse, and every numeric one
+// --help names every flag options.c and bench.c parse, and every numeric one
 // with its default in brackets.
 Test(cli, help_lists_every_flag_with_its_default, .timeout = 60) {
     const char *help;
-    cr_assert(help_lists_flags_of(ARGS("--help"), SEAM_SOURCE_DIR "/src/main.c", &help) > 10, "too few flags in main.c");
+    cr_assert(help_lists_flags_of(ARGS("--help"), SEAM_SOURCE_DIR "/src/options.c", &help) > 10, "too few flags in options.c");
     static const char *const with_default[] = {"--n-predict", "--ctx-size", "--threads", "--gpu-layers", "--seed",
                                                "--temp", "--top-k", "--top-p", "--n-cpu-moe"};
     for (size_t i = 0; i < sizeof with_default / sizeof with_default[0]; i++) {

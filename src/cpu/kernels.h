@@ -150,8 +150,12 @@ int cpu_kernels_all(const cpu_kernels *sets[CPU_KERNEL_SETS]);
 // it covers and the other kernels. Call only when the CPU has those features.
 void cpu_kernels_fill_avx2(cpu_kernels *k);
 
-// The AVX-512 BW/VL + VNNI kernels (matvec_avx512.c): replaces the Q4_K and
-// Q6_K dots of an AVX2 set. Call only when the CPU has those features.
+// The AVX-512 BW/VL + VNNI kernels (matvec_avx512.c): replaces the quantised
+// dots (K types, Q4_0/Q5_0/Q8_0) of an AVX2 set, and its attention kernels
+// below. Call only when the CPU has those features.
 void cpu_kernels_fill_avx512(cpu_kernels *k);
+// Its attention kernels (attention_avx512.c): the f16 scores and the grouped
+// values; cpu_kernels_fill_avx512 calls it.
+void cpu_kernels_fill_avx512_attention(cpu_kernels *k);
 
 #endif
