@@ -49,6 +49,14 @@ static inline const float *cpu_q8_0_scales_of(const void *act, int64_t n) {
 // for rows of n weights, for the memory prediction (memstat.c).
 #define CPU_TILES_GROUP_BYTES (64 << 10)
 #define CPU_TILES_ROWS_BYTES (16 << 10)
+// What a block of 256 weights takes in a K type's input tile and unpacked
+// row, and a block of 32 in the Q4_0/Q5_0/Q8_0 micro-tiles' inputs and rows
+// (the AVX-512 file's ktile_block, ktile_wblock, wt_inputs and wt_rows; it
+// asserts that they fit).
+#define CPU_TILES_INPUT_BLOCK_BYTES 2600
+#define CPU_TILES_ROW_BLOCK_BYTES 448
+#define CPU_MICRO_INPUT_BLOCK_BYTES 272
+#define CPU_MICRO_ROWS_BLOCK_BYTES 144
 uint64_t cpu_tiles_stack_bytes(int64_t n);
 
 // An attention head's weighted sum of values, the contract of

@@ -292,6 +292,10 @@ static inline __attribute__((always_inline)) void q6k_rows(int nb, const ktile_w
 // rows of 3072 weights ran 10-15% slower than rows of 1024.
 #define KTILE_GROUP_BYTES CPU_TILES_GROUP_BYTES
 #define KTILE_ROWS_BYTES CPU_TILES_ROWS_BYTES
+// what cpu_tiles_stack_bytes counts for the memory plan
+_Static_assert(sizeof(ktile_block) <= CPU_TILES_INPUT_BLOCK_BYTES, "an input tile's block outgrew the plan's count");
+_Static_assert(sizeof(ktile_wblock) <= CPU_TILES_ROW_BLOCK_BYTES, "an unpacked block outgrew the plan's count");
+_Static_assert(sizeof(ktile_acc) <= sizeof(ktile_wblock), "a chunk row's accumulators outgrew the plan's count");
 #define KTILE_PASS_BLOCKS 4
 
 // The cpu_dot_fn of a K type (its blocks `block`, unpacked by `unpack`,
@@ -398,6 +402,9 @@ typedef struct {
     uint8_t u[WT_R][QK8_0];   // row r's quants + bias
     float d[WT_R];            // row r's d
 } wt_rows;
+// what cpu_tiles_stack_bytes counts for the memory plan
+_Static_assert(sizeof(wt_inputs) <= CPU_MICRO_INPUT_BLOCK_BYTES, "a micro-tile input block outgrew the plan's count");
+_Static_assert(sizeof(wt_rows) <= CPU_MICRO_ROWS_BLOCK_BYTES, "a micro-tile row block outgrew the plan's count");
 
 // Block b of a row as unsigned bytes q + bias (bias: 8, 16, 128).
 typedef __m256i (*unpack_u8_fn)(const void *row, int64_t b);

@@ -38,13 +38,21 @@ void cpu_input_extras(uint32_t act_type, void *act, int64_t n) {
 
 // ---------------------------------------------------------------- kernels
 
+static uint64_t at_least(uint64_t x, uint64_t floor) { return x > floor ? x : floor; }
+
 uint64_t cpu_tiles_stack_bytes(int64_t n) {
-    // a K-type input tile's 2.6 KB a block, an unpacked row's 448 B a block
-    // and each chunk row's accumulators (512 B, at most as much again)
-    const uint64_t blocks = (uint64_t)(n / QK_K) + 1;
-    const uint64_t group = blocks * 2600 > CPU_TILES_GROUP_BYTES ? blocks * 2600 : CPU_TILES_GROUP_BYTES;
-    const uint64_t rows = blocks * 448 > CPU_TILES_ROWS_BYTES ? blocks * 448 : CPU_TILES_ROWS_BYTES;
-    return group + 2 * rows;
+    // the K types' tiles: a group of input tiles and a chunk of unpacked
+    // rows, each at least one row's blocks, and the chunk rows' accumulators
+    // (at most as much again)
+    const uint64_t kb = (uint64_t)(n / QK_K) + 1;
+    const uint64_t k_tiles = at_least(kb * CPU_TILES_INPUT_BLOCK_BYTES, CPU_TILES_GROUP_BYTES) +
+                             2 * at_least(kb * CPU_TILES_ROW_BLOCK_BYTES, CPU_TILES_ROWS_BYTES);
+    // the micro-tiles: the inputs prepared at once (at least one group of
+    // them) and one row group's blocks
+    const uint64_t mb = (uint64_t)(n / QK8_0) + 1;
+    const uint64_t micro = at_least(mb * CPU_MICRO_INPUT_BLOCK_BYTES, CPU_TILES_GROUP_BYTES) +
+                           mb * CPU_MICRO_ROWS_BLOCK_BYTES;
+    return k_tiles > micro ? k_tiles : micro;
 }
 
 static void dot_rows_ref(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
