@@ -343,14 +343,18 @@ void cpu_kv_store(uint32_t type, void *row, const float *x, int64_t n) {
 // A set with values_group takes runs of CPU_VALUES_RUN, the rows its tile
 // turns around.
 #define ATT_VALUES_RUN 1024
-// Queries a group needs before values_group's tile pays for itself: turning
-// a run of V around costs about a pass over its rows, so the few queries of
-// decode (a KV head's GQA group over the threads: 2 for Qwen3 and, on two
-// threads, Gemma 3) read the rows themselves, query by query. Decode at 4K
-// on the Qwen3-0.6B shape, 2 threads: tiled 14-19 tok/s, by rows 18-26
-// (alternating runs, 6 and 10); Gemma 3 270M on one thread at 8K (groups of
-// 4): by rows 46-53, tiled 40-49. Prefill's groups of ATT_GROUP keep the tile.
+// When values_group's tile pays for itself: turning a run of V around costs
+// about a pass over its rows, so the few queries of decode (a KV head's GQA
+// group over the threads: 2 for Qwen3 and, on two threads, Gemma 3) read
+// the rows themselves, query by query -- unless the heads are as narrow as
+// 32, where each row's pass costs more than its share of the tile. Measured
+// decode, 2 threads, tok/s of alternating runs (bench/ab.py), tile / rows:
+// the Qwen3-0.6B shape (heads of 128) at 4K 14-19 / 18-26; moe-small (64)
+// at 4032 798-1248 / 1122-1566; Gemma 3 270M (256) on one thread at 8K
+// (groups of 4) 40-49 / 46-53; long64k (32) at 32K 867-1234 / 706-730.
+// Prefill's groups of ATT_GROUP keep the tile.
 #define ATT_VALUES_GROUP_MIN 5
+#define ATT_VALUES_TILE_HEAD 32  // heads this narrow take the tile at any group size
 _Static_assert(ATT_GROUP <= CPU_VALUES_GROUP, "values_group takes a whole group");
 
 typedef struct {
@@ -426,7 +430,7 @@ static void attention_group(const cpu_kernels *kern, const cpu_kv *kv, const att
         float *att = scratch + i * lay.stride;
         vq[i] = (cpu_values_query){.w = att, .acc = att + lay.acc, .out = qs[i].out, .t0 = qs[i].t0, .t1 = qs[i].t1};
     }
-    const bool grouped = kern->values_group && n >= ATT_VALUES_GROUP_MIN;
+    const bool grouped = kern->values_group && (n >= ATT_VALUES_GROUP_MIN || head_dim <= ATT_VALUES_TILE_HEAD);
     const int run = grouped ? CPU_VALUES_RUN : ATT_VALUES_RUN;
     for (int c0 = t0; c0 < t1; c0 += run) {
         const int c1 = t1 - c0 < run ? t1 : c0 + run;
