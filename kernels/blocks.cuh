@@ -206,11 +206,17 @@ __host__ __device__ __forceinline__ float chunk_dot(const qchunk<NRUN, RUNW, MIN
     return c.d * ad * (float)isum;
 }
 
+// A dequantised weight as stored: a float, or its f16 bits (the GEMM path's
+// weights, rounded as seam_f32_to_f16).
+HD void store_weight(float *y, float v) { *y = v; }
+HD void store_weight(uint16_t *y, float v) { *y = f16_bits(v); }
+
 // The chunk's weights into y (the block's QK outputs) times scale, rounded
 // as seam_dequantize_row: ds * q - dm (dm = 0 for types without mins, which
-// leaves ds * q bitwise), then the engine's separate scale multiply.
-template <int NRUN, int RUNW, bool MINS>
-__host__ __device__ __forceinline__ void chunk_dequant(const qchunk<NRUN, RUNW, MINS> &c, float scale, float *y) {
+// leaves ds * q bitwise), then the engine's separate scale multiply; Y
+// uint16_t rounds that float to f16 (seam_dequantize_row_f16).
+template <int NRUN, int RUNW, bool MINS, class Y>
+__host__ __device__ __forceinline__ void chunk_dequant(const qchunk<NRUN, RUNW, MINS> &c, float scale, Y *y) {
     UNROLL
     for (int r = 0; r < NRUN; r++) {
         const float ds = c.d * (float)c.sc[r], dm = MINS ? c.dmin * (float)c.m[r] : 0.0f;
@@ -218,7 +224,7 @@ __host__ __device__ __forceinline__ void chunk_dequant(const qchunk<NRUN, RUNW, 
         for (int k = 0; k < RUNW; k++) {
             UNROLL
             for (int i = 0; i < 4; i++)
-                y[c.pos[r] + 4 * k + i] = (mul_rn(ds, (float)(int8_t)(c.q[r][k] >> 8 * i)) - dm) * scale;
+                store_weight(y + c.pos[r] + 4 * k + i, (mul_rn(ds, (float)(int8_t)(c.q[r][k] >> 8 * i)) - dm) * scale);
         }
     }
 }
@@ -229,7 +235,7 @@ template <class T, class A> struct quantised {
     __host__ __device__ static float dot(const uint8_t *x, const act_view &a, int b, int j) {
         return chunk_dot<A>(T::unpack(x, j), a, b);
     }
-    __host__ __device__ static void dequant(const uint8_t *x, int j, float scale, float *y) {
+    template <class Y> __host__ __device__ static void dequant(const uint8_t *x, int j, float scale, Y *y) {
         chunk_dequant(T::unpack(x, j), scale, y);
     }
 };
@@ -393,11 +399,11 @@ struct type_f16 {
         for (int i = 0; i < 8; i++) sum += w[i] * v[i];
         return sum;
     }
-    __host__ __device__ static void dequant(const uint8_t *x, int, float scale, float *y) {
+    template <class Y> __host__ __device__ static void dequant(const uint8_t *x, int, float scale, Y *y) {
         float w[8];
         halves(ld_w16(x), w);
         UNROLL
-        for (int i = 0; i < 8; i++) y[i] = w[i] * scale;
+        for (int i = 0; i < 8; i++) store_weight(y + i, w[i] * scale);
     }
 };
 
@@ -415,9 +421,10 @@ struct type_f32 {
         const float4 w = load(x), v = load((const uint8_t *)a.qs + 16 * (size_t)b);
         return w.x * v.x + w.y * v.y + w.z * v.z + w.w * v.w;
     }
-    __host__ __device__ static void dequant(const uint8_t *x, int, float scale, float *y) {
+    template <class Y> __host__ __device__ static void dequant(const uint8_t *x, int, float scale, Y *y) {
         const float4 w = load(x);
-        y[0] = w.x * scale, y[1] = w.y * scale, y[2] = w.z * scale, y[3] = w.w * scale;
+        store_weight(y, w.x * scale), store_weight(y + 1, w.y * scale);
+        store_weight(y + 2, w.z * scale), store_weight(y + 3, w.w * scale);
     }
 };
 

@@ -22,9 +22,11 @@ __global__ void scale_kernel(float *x, float v, int n) {
     if (i < n) x[i] *= v;
 }
 
-__global__ void add_kernel(float *__restrict__ x, const float *__restrict__ y, int n) {
+// x (n) += y repeated every m elements: m = n adds a vector, m < n a bias
+// to each row of a batch.
+__global__ void add_kernel(float *__restrict__ x, const float *__restrict__ y, int n, int m) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] += y[i];
+    if (i < n) x[i] += y[i % m];
 }
 
 // gate = silu(gate) * up, as cpu_swiglu (CUDA's expf: within 2 ulp of libm's).
@@ -85,11 +87,16 @@ extern "C" int seam_cuda_scale(seam_cuda_stream *s, float *x, float v, int n, se
     return 0;
 }
 
-extern "C" int seam_cuda_add(seam_cuda_stream *s, float *x, const float *y, int n, seam_error *e) {
+extern "C" int seam_cuda_add_rows(seam_cuda_stream *s, float *x, const float *y, int rows, int n, seam_error *e) {
     if (check_vector("add", x, y, n, e)) return -1;
-    add_kernel<<<ceil_div(n, EW_THREADS), EW_THREADS, 0, stream_of(s)>>>(x, y, n);
+    if (rows <= 0 || (int64_t)rows * n > INT32_MAX) return seam_fail(e, "add: bad shape %d x %d", rows, n);
+    add_kernel<<<ceil_div((int64_t)rows * n, EW_THREADS), EW_THREADS, 0, stream_of(s)>>>(x, y, rows * n, n);
     CUDA_LAUNCHED(e, "add_kernel");
     return 0;
+}
+
+extern "C" int seam_cuda_add(seam_cuda_stream *s, float *x, const float *y, int n, seam_error *e) {
+    return seam_cuda_add_rows(s, x, y, 1, n, e);
 }
 
 extern "C" int seam_cuda_swiglu(seam_cuda_stream *s, float *gate, const float *up, int n, seam_error *e) {

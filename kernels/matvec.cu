@@ -249,6 +249,40 @@ extern "C" int seam_cuda_embedding(seam_cuda_stream *s, uint32_t type, const voi
     return 0;
 }
 
+// ---------------------------------------------------------------- dequantisation to f16
+//
+// The GEMM path's weights (gemm.cu): a whole matrix into f16, one thread per
+// chunk. Memory-bound: it reads the matrix once (0.56 bytes a weight for
+// Q4_K) and writes 2 bytes a weight, so its floor is about 2.6 bytes a
+// weight / bandwidth; the stores are 2-byte ones, a chunk's runs apart, so
+// the writes coalesce only per run (16 weights for the K types).
+
+template <class T>
+__global__ void dequantize_f16_kernel(const uint8_t *__restrict__ w, uint64_t row_bytes, int64_t n_chunks,
+                                      int chunks_per_row, int64_t cols, uint16_t *__restrict__ out) {
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= n_chunks) return;
+    const int64_t row = c / chunks_per_row;
+    const int k = (int)(c % chunks_per_row), b = k / T::CHUNKS, j = k % T::CHUNKS;
+    T::dequant(w + (uint64_t)row * row_bytes + (uint64_t)b * T::BYTES, j, 1.0f, out + row * cols + (int64_t)b * T::QK);
+}
+
+extern "C" int seam_cuda_dequantize_f16(seam_cuda_stream *s, uint32_t type, const void *w, int64_t rows, int64_t cols,
+                                        uint16_t *out, seam_error *e) {
+    type_shape sh;
+    if (check_matrix("dequantize_f16", type, w, rows, cols, &sh, e)) return -1;
+    if (!out) return seam_fail(e, "dequantize_f16: out must be a device pointer");
+    with_type(type, [&](auto t) {
+        using T = decltype(t);
+        const int chunks_per_row = (int)(cols / T::QK * T::CHUNKS);
+        const int64_t n_chunks = rows * chunks_per_row;
+        dequantize_f16_kernel<T><<<(unsigned)ceil_div(n_chunks, 256), 256, 0, stream_of(s)>>>(
+            (const uint8_t *)w, (uint64_t)(cols / T::QK) * T::BYTES, n_chunks, chunks_per_row, cols, out);
+    });
+    CUDA_LAUNCHED(e, "dequantize_f16_kernel");
+    return 0;
+}
+
 // ---------------------------------------------------------------- host checks
 
 // The activation act (n values, quant.c's blocks for Q8_K and Q8_0) in the
@@ -290,7 +324,7 @@ extern "C" float seam_cuda_host_vec_dot(uint32_t type, const void *w, const void
     return sum;
 }
 
-extern "C" int seam_cuda_host_dequantize(uint32_t type, const void *src, float *dst, int64_t n) {
+template <class Y> static int host_dequantize(uint32_t type, const void *src, Y *dst, int64_t n) {
     int rc = -1;
     with_type(type, [&](auto t) {
         using T = decltype(t);
@@ -301,4 +335,12 @@ extern "C" int seam_cuda_host_dequantize(uint32_t type, const void *src, float *
         rc = 0;
     });
     return rc;
+}
+
+extern "C" int seam_cuda_host_dequantize(uint32_t type, const void *src, float *dst, int64_t n) {
+    return host_dequantize(type, src, dst, n);
+}
+
+extern "C" int seam_cuda_host_dequantize_f16(uint32_t type, const void *src, uint16_t *dst, int64_t n) {
+    return host_dequantize(type, src, dst, n);
 }

@@ -36,7 +36,8 @@ extern "C" int seam_cuda_rmsnorm(seam_cuda_stream *s, float *out, const float *x
 
 constexpr int ROPE_THREADS = 64;
 
-// One block per head, one thread per rotated pair (i, i + rope_dim/2) for
+// One block per head of each token (token t = blockIdx.x / n_heads, at
+// step[t].pos), one thread per rotated pair (i, i + rope_dim/2) for
 // NEOX, (2i, 2i+1) otherwise. The angle is cpu_rope_angles': theta_i = pos
 // times theta_scale, i times over, in float (theta_scale is the host's powf,
 // the same libm as the engine), then freq_scale * theta_i. The rotation
@@ -44,11 +45,11 @@ constexpr int ROPE_THREADS = 64;
 // product rounded, the first fused with it; cosf and sinf are CUDA's, within
 // 2 ulp of the host's, the one source of difference.
 __global__ __launch_bounds__(ROPE_THREADS) void rope_kernel(float *vec, int head_dim, int rope_dim, float theta_scale,
-                                                            float freq_scale, bool neox,
+                                                            float freq_scale, bool neox, int n_heads,
                                                             const seam_cuda_step *__restrict__ step) {
     float *v = vec + (size_t)blockIdx.x * head_dim;
     const int half = rope_dim / 2;
-    const float pos = (float)step->pos;
+    const float pos = (float)step[blockIdx.x / n_heads].pos;
     for (int i = threadIdx.x; i < half; i += ROPE_THREADS) {
         float theta = pos;
         for (int k = 0; k < i; k++) theta *= theta_scale;
@@ -61,15 +62,15 @@ __global__ __launch_bounds__(ROPE_THREADS) void rope_kernel(float *vec, int head
     }
 }
 
-extern "C" int seam_cuda_rope(seam_cuda_stream *s, float *vec, int n_heads, int head_dim, int rope_dim, float base,
-                              float freq_scale, bool neox, const seam_cuda_step *step, seam_error *e) {
+extern "C" int seam_cuda_rope(seam_cuda_stream *s, float *vec, int n_tokens, int n_heads, int head_dim, int rope_dim,
+                              float base, float freq_scale, bool neox, const seam_cuda_step *step, seam_error *e) {
     if (!vec || !step) return seam_fail(e, "rope: vec and step must be device pointers");
-    if (n_heads <= 0 || head_dim <= 0 || rope_dim <= 0 || rope_dim % 2 || rope_dim > head_dim)
-        return seam_fail(e, "rope: bad shape (%d heads of %d, rope_dim %d: it must be even and at most head_dim)",
-                         n_heads, head_dim, rope_dim);
+    if (n_tokens <= 0 || n_heads <= 0 || head_dim <= 0 || rope_dim <= 0 || rope_dim % 2 || rope_dim > head_dim)
+        return seam_fail(e, "rope: bad shape (%d tokens of %d heads of %d, rope_dim %d: it must be even and at most "
+                            "head_dim)", n_tokens, n_heads, head_dim, rope_dim);
     const float theta_scale = powf(base, -2.0f / (float)rope_dim);  // on the host, as cpu_rope computes it
-    rope_kernel<<<n_heads, ROPE_THREADS, 0, stream_of(s)>>>(vec, head_dim, rope_dim, theta_scale, freq_scale, neox,
-                                                            step);
+    rope_kernel<<<n_tokens * n_heads, ROPE_THREADS, 0, stream_of(s)>>>(vec, head_dim, rope_dim, theta_scale, freq_scale,
+                                                                       neox, n_heads, step);
     CUDA_LAUNCHED(e, "rope_kernel");
     return 0;
 }

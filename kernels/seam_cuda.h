@@ -174,6 +174,30 @@ int seam_cuda_matvec(seam_cuda_stream *s, uint32_t type, const void *w, int64_t 
 int seam_cuda_embedding(seam_cuda_stream *s, uint32_t type, const void *table, int64_t n_rows, int64_t cols,
                         float scale, const seam_cuda_step *step, float *out, seam_error *e);
 
+// ---------------------------------------------------------------- matrix products (prefill)
+//
+// A batch of n activations times a matrix, for prompts: the weights are
+// dequantised to f16 and multiplied on cuBLAS (gemm.cu), not the matvec's
+// integer dots, so the results match the matvec within float rounding of
+// the f16 inputs (a tolerance, as llama.cpp's cuBLAS path), not bitwise.
+
+// W (rows, cols; any matvec type, its alignment and shape rules) into out
+// (rows, cols) f16, row-major: each weight seam_dequantize_row's value
+// rounded as seam_f32_to_f16 (seam_dequantize_row_f16), bit for bit.
+int seam_cuda_dequantize_f16(seam_cuda_stream *s, uint32_t type, const void *w, int64_t rows, int64_t cols,
+                             uint16_t *out, seam_error *e);
+
+typedef struct seam_cuda_blas seam_cuda_blas;  // a cuBLAS handle bound to one stream
+int seam_cuda_blas_create(seam_cuda_blas **b, seam_cuda_stream *s, seam_error *e);
+void seam_cuda_blas_destroy(seam_cuda_blas *b);
+
+// out (n, rows) = x (n, cols) . W (rows, cols)^T on b's stream s: x16 the
+// batch already rounded to f16 (seam_cuda_quantize with GGML_TYPE_F16, so
+// that matrices with one input share it), W dequantised into w16 (rows *
+// cols halves), then one cublasGemmEx with f32 accumulation and output.
+int seam_cuda_matmul(seam_cuda_blas *b, seam_cuda_stream *s, uint32_t type, const void *w, int64_t rows, int64_t cols,
+                     const uint16_t *x16, int n, float *out, uint16_t *w16, seam_error *e);
+
 // ---------------------------------------------------------------- norms and rope
 
 // Each of rows vectors of n: out = x / rms(x) * weight (weight shared by the
@@ -182,15 +206,18 @@ int seam_cuda_embedding(seam_cuda_stream *s, uint32_t type, const void *table, i
 int seam_cuda_rmsnorm(seam_cuda_stream *s, float *out, const float *x, const float *weight, int rows, int n,
                       float eps, seam_error *e);
 
-// In place, as cpu_rope at position step->pos: vec (n_heads, head_dim), the
-// first rope_dim (even, <= head_dim) dimensions of each head rotated.
-int seam_cuda_rope(seam_cuda_stream *s, float *vec, int n_heads, int head_dim, int rope_dim, float base,
+// In place, as cpu_rope: vec (n_tokens, n_heads, head_dim), token t at
+// position step[t].pos (step: n_tokens of them), the first rope_dim (even,
+// <= head_dim) dimensions of each head rotated.
+int seam_cuda_rope(seam_cuda_stream *s, float *vec, int n_tokens, int n_heads, int head_dim, int rope_dim, float base,
                    float freq_scale, bool neox, const seam_cuda_step *step, seam_error *e);
 
 // ---------------------------------------------------------------- elementwise (n elements)
 
 int seam_cuda_scale(seam_cuda_stream *s, float *x, float v, int n, seam_error *e);          // x *= v
 int seam_cuda_add(seam_cuda_stream *s, float *x, const float *y, int n, seam_error *e);     // x += y
+// x (rows, n) += y (n) on every row: a bias over a batch.
+int seam_cuda_add_rows(seam_cuda_stream *s, float *x, const float *y, int rows, int n, seam_error *e);
 int seam_cuda_swiglu(seam_cuda_stream *s, float *gate, const float *up, int n, seam_error *e);  // as cpu_swiglu
 int seam_cuda_geglu(seam_cuda_stream *s, float *gate, const float *up, int n, seam_error *e);   // as cpu_geglu
 int seam_cuda_softcap(seam_cuda_stream *s, float *x, float cap, int n, seam_error *e);      // x = cap tanh(x / cap)
@@ -262,6 +289,8 @@ int seam_cuda_moe_accumulate(seam_cuda_stream *s, float *acc, const float *y, co
 // NAN / -1 for a type without a kernel or a bad n.
 float seam_cuda_host_vec_dot(uint32_t type, const void *w, const void *act, int64_t n);
 int seam_cuda_host_dequantize(uint32_t type, const void *src, float *dst, int64_t n);
+// The same rounded to f16, as seam_cuda_dequantize_f16 does on the device.
+int seam_cuda_host_dequantize_f16(uint32_t type, const void *src, uint16_t *dst, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -53,6 +53,7 @@ typedef struct {
     int reps;
     out_format format;
     bool no_graph;
+    seam_gpu_prefill gpu_prefill;  // --gpu-prefill: how prompts cross the GPU layers
 } bench_options;
 
 // One line of the report: a test of one model under one configuration.
@@ -63,6 +64,7 @@ typedef struct {
     int threads, gpu_layers;
     seam_overflow overflow;
     seam_kv_config cache;
+    seam_gpu_prefill gpu_prefill;
     int n_prompt, n_gen;  // one of them is 0
     int n_depth;          // positions already in the cache
     double ts[MAX_REPS];  // tokens per second of each repetition
@@ -92,10 +94,13 @@ static void usage(FILE *f) {
             "  -r, --repetitions N      measured runs of each test, after one warm-up [5]\n"
             "  -o, --output FORMAT      md, json or csv [md]\n"
             "      --no-graph           launch the GPU layers op by op [one CUDA graph]\n"
+            "      --gpu-prefill MODE   how a prompt's batches cross the GPU layers: gemm (dequantise to f16,\n"
+            "                           cuBLAS), tokens (one by one, as decode), or auto (gemm from %d tokens) [auto]\n"
             "  -h, --help               this help\n"
             "\n"
             "LIST: values separated by commas, or a range first-last or first-last+step\n"
-            "(e.g. -t 1,2  -p 128,512  -ngl 0-28+4). Every combination is run.\n");
+            "(e.g. -t 1,2  -p 128,512  -ngl 0-28+4). Every combination is run.\n",
+            GPU_GEMM_MIN_BATCH);
 }
 
 static int parse_list(const char *flag, const char *s, int lo, int hi, int_list *out) {
@@ -189,6 +194,12 @@ static int parse_bench_options(int argc, char **argv, bench_options *o) {
             i++;
         } else if (IS("--no-graph")) {
             o->no_graph = true;
+        } else if (IS("--gpu-prefill")) {
+            int k = -1;
+            for (int j = 0; j < GPU_PREFILL_COUNT && v; j++)
+                if (!strcmp(v, gpu_prefill_name[j])) k = j;
+            if (k < 0) return fprintf(stderr, "seam bench: %s wants auto, gemm or tokens (got '%s')\n", a, v ? v : ""), -1;
+            o->gpu_prefill = (seam_gpu_prefill)k, i++;
         } else {
             return fprintf(stderr, "seam bench: unknown option '%s' (see seam bench --help)\n", a), -1;
         }
@@ -261,6 +272,10 @@ static void print_md(const bench_row *rows, int n) {
         char backend[64];
         if (r->overflow != OVERFLOW_CPU) snprintf(backend, sizeof backend, "CUDA, rest %s", plan_overflow_name[r->overflow]);
         else snprintf(backend, sizeof backend, "%sCPU %s", r->gpu_layers ? "CUDA + " : "", r->kernels);
+        if (r->n_prompt && (r->gpu_layers || r->overflow != OVERFLOW_CPU)) {  // the prefill path through the GPU layers
+            const size_t used = strlen(backend);
+            snprintf(backend + used, sizeof backend - used, ", prefill %s", gpu_prefill_name[r->gpu_prefill]);
+        }
         printf("| %s | %.2f MiB | %.2f B | %s | %d | %d | %s | %s | %s | %.2f ± %.2f | %s | %s | %s | %s | %.1f | %.1f "
                "| %+.1f%% |\n",
                r->model, r->size / 1048576.0, r->params / 1e9, backend, r->threads, r->gpu_layers,
@@ -286,10 +301,11 @@ static void print_json(const bench_row *rows, int n) {
                r->n_prompt, r->n_gen, r->n_depth, r->mean, r->sd);
         for (int k = 0; k < r->reps; k++) printf(k ? ", %.4f" : "%.4f", r->ts[k]);
         printf("], \"weight_bytes\": %.0f, \"kv_bytes\": %.0f, \"gbps\": %.4f, \"read_gbps\": %.4f, "
-               "\"host_bytes\": %llu, \"host_predicted\": %llu, \"gpu_bytes\": %llu, \"gpu_predicted\": %llu}%s\n",
+               "\"host_bytes\": %llu, \"host_predicted\": %llu, \"gpu_bytes\": %llu, \"gpu_predicted\": %llu, "
+               "\"gpu_prefill\": \"%s\"}%s\n",
                r->weight_bytes, r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem,
                (unsigned long long)r->mem_pred, (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred,
-               i + 1 < n ? "," : "");
+               gpu_prefill_name[r->gpu_prefill], i + 1 < n ? "," : "");
     }
     printf("]\n");
 }
@@ -297,17 +313,17 @@ static void print_json(const bench_row *rows, int n) {
 static void print_csv(const bench_row *rows, int n) {
     printf("model,model_size,model_params,kernels,n_threads,n_gpu_layers,overflow,type_k,type_v,test,n_prompt,n_gen,"
            "n_depth,avg_ts,stddev_ts,weight_bytes,kv_bytes,gbps,read_gbps,host_bytes,host_predicted,gpu_bytes,"
-           "gpu_predicted\n");
+           "gpu_predicted,gpu_prefill\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         char test[48];
         test_name(r, test, sizeof test);
-        printf("\"%s\",%llu,%llu,%s,%d,%d,%s,%s,%s,\"%s\",%d,%d,%d,%.4f,%.4f,%.0f,%.0f,%.4f,%.4f,%llu,%llu,%llu,%llu\n",
+        printf("\"%s\",%llu,%llu,%s,%d,%d,%s,%s,%s,\"%s\",%d,%d,%d,%.4f,%.4f,%.0f,%.0f,%.4f,%.4f,%llu,%llu,%llu,%llu,%s\n",
                r->model, (unsigned long long)r->size, (unsigned long long)r->params, r->kernels, r->threads,
                r->gpu_layers, plan_overflow_name[r->overflow], plan_kv_type_name[r->cache.k],
                plan_kv_type_name[r->cache.v], test, r->n_prompt, r->n_gen, r->n_depth, r->mean, r->sd, r->weight_bytes,
                r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem, (unsigned long long)r->mem_pred,
-               (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred);
+               (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred, gpu_prefill_name[r->gpu_prefill]);
     }
 }
 
@@ -362,6 +378,7 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
         free(ids);
         return -1;
     }
+    eng.gpu_prefill = o->gpu_prefill;
     uint64_t params = 0;
     for (uint64_t i = 0; i < m->file.n_tensors; i++) params += m->file.tensors[i].n_elems;
     const bool progress = isatty(STDERR_FILENO);  // a line rewritten per run on a terminal only
@@ -391,7 +408,8 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                 bench_row *row = &rows[(*n_rows)++];
                 *row = (bench_row){.model = path, .size = m->file.size, .params = params,
                                    .kernels = cpu_kernels_get()->name, .threads = cf->threads, .gpu_layers = cf->ngl,
-                                   .overflow = cf->overflow, .cache = cf->cache, .n_prompt = kind == 0 ? sizes->v[s] : 0,
+                                   .overflow = cf->overflow, .cache = cf->cache, .gpu_prefill = o->gpu_prefill,
+                                   .n_prompt = kind == 0 ? sizes->v[s] : 0,
                                    .n_gen = kind == 1 ? sizes->v[s] : 0, .n_depth = depth};
                 test_tokens(ids, sizes->v[s], m->cfg.n_vocab, (uint64_t)sizes->v[s] * 2 + (uint64_t)kind);
                 char test[48];

@@ -354,21 +354,21 @@ int engine_forward(seam_engine *eng, int token, int pos, float **logits, seam_er
 }
 
 int engine_prefill(seam_engine *eng, const int *tokens, int n, int pos0, float **logits, seam_error *e) {
-    // all on the CPU: in batches, the head once, on the last token
-    if (!eng->gpu && n > 1) {
-        const seam_config *c = &eng->model->cfg;
-        for (int i = 0; i < n; i++)
-            if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
-                return seam_fail(e, "token id %d is outside the vocabulary (0..%d)", tokens[i], c->n_vocab - 1);
-        if (pos0 < 0 || pos0 + n > eng->n_ctx)
-            return seam_fail(e, "positions %d..%d pass the context of %d tokens (raise -c)", pos0, pos0 + n - 1,
-                             eng->n_ctx);
-        if (cpu_prefill(eng, tokens, n, pos0, e)) return -1;
-        engine_head(eng);
-        *logits = eng->s.logits;
-        return 0;
-    }
+    const seam_config *c = &eng->model->cfg;
     for (int i = 0; i < n; i++)
-        if (forward(eng, tokens[i], pos0 + i, true, logits, e)) return -1;
+        if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
+            return seam_fail(e, "token id %d is outside the vocabulary (0..%d)", tokens[i], c->n_vocab - 1);
+    if (pos0 < 0 || pos0 + n > eng->n_ctx)
+        return seam_fail(e, "positions %d..%d pass the context of %d tokens (raise -c)", pos0, pos0 + n - 1, eng->n_ctx);
+    for (int done = 0; done < n;) {
+        const int b = n - done < SEAM_UBATCH ? n - done : SEAM_UBATCH;
+        if (b > 1 && (!eng->gpu || gpu_segment_gemm(eng->gpu, eng->gpu_prefill, b))) {
+            if (prefill_batch(eng, tokens + done, b, pos0 + done, done + b == n, logits, e)) return -1;
+        } else {
+            for (int t = 0; t < b; t++)
+                if (forward(eng, tokens[done + t], pos0 + done + t, true, logits, e)) return -1;
+        }
+        done += b;
+    }
     return 0;
 }

@@ -55,6 +55,7 @@ typedef struct {
     seam_pool *pool;  // the CPU layers' threads; NULL = the calling thread alone
     seam_state s;
     gpu_segment *gpu;        // layers 0..gpu_layers-1 (and maybe the head) on the GPU; NULL for none
+    seam_gpu_prefill gpu_prefill;  // how a prompt's batches cross the GPU layers (auto after engine_init)
     int gpu_layers;
     bool head_on_gpu;
     seam_timeline timeline;  // every token's segments and crossings, in run order
@@ -91,7 +92,10 @@ int engine_place(seam_engine *eng, const seam_plan *plan, bool use_graph, seam_e
 int engine_forward(seam_engine *eng, int token, int pos, float **logits, seam_error *e);
 
 // Runs n prompt tokens at positions pos0.. and returns the logits after the
-// last; the timeline marks them as prefill.
+// last; the timeline marks them as prefill. A batch of SEAM_UBATCH tokens
+// runs through the layers at once (prefill_batch) on the CPU alone, or when
+// the GPU layers take it as matrix products (gpu_segment_gemm under
+// eng->gpu_prefill); else its tokens run one by one, as decode runs them.
 int engine_prefill(seam_engine *eng, const int *tokens, int n, int pos0, float **logits, seam_error *e);
 
 #endif

@@ -6,7 +6,53 @@
 // (the position) live in a device step buffer, so the segment is captured
 // once as a CUDA graph and replayed: launch overhead is one graph launch a
 // token instead of ~15 launches a layer.
+//
+// A prompt's batch can instead cross the layers as matrix products
+// (gpu_segment_prefill): the same ops over SEAM_UBATCH rows -- norms, RoPE
+// at each row's position, elementwise ones over the whole batch -- with
+// each projection one cuBLAS GEMM on the weights dequantised to f16, and
+// the KV append and attention per token of the batch, each token seeing the
+// positions up to its own.
 #include "gpu_segment.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const gpu_prefill_name[GPU_PREFILL_COUNT] = {"auto", "gemm", "tokens"};
+
+enum { PREFILL_BUFFERS = 10 };
+
+// The batched path's device buffers (gpu_segment's bx .. w16, in that
+// order): false where it does not run.
+static bool prefill_sizes(const seam_model *m, int n_layers, uint64_t bytes[PREFILL_BUFFERS]) {
+    const seam_config *c = &m->cfg;
+    if (c->n_expert || n_layers <= 0) return false;
+    const uint64_t U = SEAM_UBATCH, E = (uint64_t)c->n_embd, F = (uint64_t)c->n_ff;
+    const uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim, kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
+    const uint64_t wide = q_dim > E ? q_dim : E;
+    uint64_t largest = 0;  // weights of the largest matrix a product reads
+    for (int il = 0; il < n_layers; il++) {
+        const seam_layer_weights *l = &m->w.layers[il];
+        const seam_tensor *mats[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+        for (size_t i = 0; i < sizeof mats / sizeof *mats; i++) {
+            const uint64_t n = (uint64_t)mats[i]->rows * (uint64_t)mats[i]->cols;
+            largest = n > largest ? n : largest;
+        }
+    }
+    const uint64_t sizes[PREFILL_BUFFERS] = {
+        4 * U * E, 4 * U * wide, 4 * U * E, 4 * U * q_dim, 4 * U * kv_dim, 4 * U * kv_dim, 4 * U * F, 4 * U * F,
+        2 * U * (uint64_t)gpu_segment_scratch_cols(c).scratch, 2 * largest,
+    };
+    memcpy(bytes, sizes, sizeof sizes);
+    return true;
+}
+
+uint64_t gpu_segment_prefill_bytes(const seam_model *m, int n_layers) {
+    uint64_t bytes[PREFILL_BUFFERS], sum = 0;
+    if (!prefill_sizes(m, n_layers, bytes)) return 0;
+    for (int i = 0; i < PREFILL_BUFFERS; i++) sum += bytes[i];
+    return sum;
+}
 
 gpu_scratch_cols gpu_segment_scratch_cols(const seam_config *c) {
     const int64_t q_dim = (int64_t)c->n_heads * c->head_dim;
@@ -34,10 +80,14 @@ int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_
     return seam_fail(e, "this seam was built without CUDA");
 }
 
-#else
+bool gpu_segment_gemm(const gpu_segment *g, seam_gpu_prefill mode, int n) { return false; }
 
-#include <stdlib.h>
-#include <string.h>
+int gpu_segment_prefill(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
+                        seam_token_time *tt, seam_error *e) {
+    return seam_fail(e, "this seam was built without CUDA");
+}
+
+#else
 
 #include "seam_cuda.h"
 
@@ -81,9 +131,9 @@ struct gpu_segment {
     seam_cuda_graph *graph;   // the captured segment; NULL until the first token (or without graphs)
     gpu_layer *layers;        // [n_layers]
     seam_tensor output_norm, output;  // on the device when head
-    seam_cuda_step *step;     // device: this token's position
-    seam_cuda_step *step_host;  // pinned host copy, one H2D a token
-    float *x_pinned;          // (n_embd) pinned: the hidden state crossing the bus
+    seam_cuda_step *step;     // device (SEAM_UBATCH): this token's position in step[0]; a prefill batch's, one a token
+    seam_cuda_step *step_host;  // pinned host copy, one H2D a token (or a batch)
+    float *x_pinned;          // (n_embd, or SEAM_UBATCH rows with a batched path) pinned: the hidden states crossing the bus
     float *logits_dev;        // (n_vocab) when head
     float *logits_pinned;     // (n_vocab) pinned, when head: the logits crossing the bus, handed to the engine
     float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;  // device activations, shapes as engine.h's
@@ -97,6 +147,13 @@ struct gpu_segment {
     seam_cuda_stream *copy_stream;  // stream: the weight copies, beside the compute stream
     void *staging[2];         // stream: two device buffers the overflow layers take turns in
     stream_events *streamed;  // stream: [n_layers - resident]
+    // the batched prefill (gpu_segment_prefill; NULL where prefill_sizes says it does not run)
+    seam_cuda_blas *blas;     // cuBLAS on the compute stream
+    float *bx, *bxb, *bxb2;   // (SEAM_UBATCH, n_embd), (SEAM_UBATCH, max(n_embd, q_dim)), (SEAM_UBATCH, n_embd)
+    float *bq, *bk, *bv;      // (SEAM_UBATCH, q_dim), (SEAM_UBATCH, kv_dim) x2
+    float *bhb, *bhb2;        // (SEAM_UBATCH, n_ff) FFN gate, up
+    uint16_t *x16;            // (SEAM_UBATCH, widest input) a product's input in f16
+    uint16_t *w16;            // the largest matrix of the segment's layers in f16
     void **allocations;       // every device buffer, for gpu_segment_free
     int n_allocations, cap_allocations;
 };
@@ -233,9 +290,12 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     rc = rc || seam_cuda_init(0, e) || seam_cuda_stream_create(&g->stream, e) ||
          seam_cuda_event_create(&g->ev_start, e) || seam_cuda_event_create(&g->ev_end, e) ||
          seam_cuda_event_create(&g->ev_copy0, e) || seam_cuda_event_create(&g->ev_copy1, e);
-    rc = rc || seam_cuda_host_alloc((void **)&g->step_host, sizeof *g->step_host, e) ||
-         seam_cuda_host_alloc((void **)&g->x_pinned, (size_t)c->n_embd * sizeof(float), e);
-    rc = rc || dev_alloc(g, (void **)&g->step, sizeof *g->step, "the step", e) ||
+    uint64_t batch_bytes[PREFILL_BUFFERS];
+    const bool batched = prefill_sizes(m, g->n_layers, batch_bytes);
+    const size_t x_rows = batched ? SEAM_UBATCH : 1;
+    rc = rc || seam_cuda_host_alloc((void **)&g->step_host, SEAM_UBATCH * sizeof *g->step_host, e) ||
+         seam_cuda_host_alloc((void **)&g->x_pinned, x_rows * c->n_embd * sizeof(float), e);
+    rc = rc || dev_alloc(g, (void **)&g->step, SEAM_UBATCH * sizeof *g->step, "the steps", e) ||
          dev_alloc(g, (void **)&g->x, (size_t)c->n_embd * 4, "activations", e) ||
          dev_alloc(g, (void **)&g->xb, (size_t)wide * 4, "activations", e) ||
          dev_alloc(g, (void **)&g->xb2, (size_t)c->n_embd * 4, "activations", e) ||
@@ -252,6 +312,15 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
              dev_alloc(g, (void **)&g->chosen, (size_t)c->n_expert_used * 4, "the chosen experts", e) ||
              dev_alloc(g, (void **)&g->weights, (size_t)c->n_expert_used * 4, "the experts' weights", e) ||
              dev_alloc(g, &g->scratch_hidden, seam_cuda_matvec_scratch_bytes(cols.hidden), "quantised activations", e);
+    if (batched) {
+        void **const batch_buf[PREFILL_BUFFERS] = {
+            (void **)&g->bx, (void **)&g->bxb, (void **)&g->bxb2, (void **)&g->bq,  (void **)&g->bk,
+            (void **)&g->bv, (void **)&g->bhb, (void **)&g->bhb2, (void **)&g->x16, (void **)&g->w16,
+        };
+        for (int i = 0; i < PREFILL_BUFFERS; i++)
+            rc = rc || dev_alloc(g, batch_buf[i], batch_bytes[i], "the batched prefill", e);
+        rc = rc || seam_cuda_blas_create(&g->blas, g->stream, e);
+    }
     const int n_streamed = g->overflow == OVERFLOW_STREAM ? g->n_layers - g->resident : 0;
     if (!rc && n_streamed > 0) {
         uint64_t largest = 0;
@@ -299,6 +368,7 @@ void gpu_segment_free(gpu_segment *g) {
     free(g->streamed);
     for (int il = 0; g->layers && il < g->n_layers; il++) seam_cuda_host_free(g->layers[il].host_block);
     seam_cuda_stream_destroy(g->copy_stream);
+    seam_cuda_blas_destroy(g->blas);
     for (int i = 0; i < g->n_allocations; i++) seam_cuda_free(g->allocations[i]);
     free(g->allocations);
     seam_cuda_host_free(g->step_host);
@@ -361,8 +431,8 @@ static int layer_forward(gpu_segment *g, int il, seam_error *e) {
     if (c->qk_norm && (seam_cuda_rmsnorm(s, g->q, g->q, l->q_norm.data, c->n_heads, c->head_dim, c->rms_eps, e) ||
                        seam_cuda_rmsnorm(s, g->k, g->k, l->k_norm.data, c->n_kv_heads, c->head_dim, c->rms_eps, e)))
         return -1;
-    if (seam_cuda_rope(s, g->q, c->n_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e) ||
-        seam_cuda_rope(s, g->k, c->n_kv_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e))
+    if (seam_cuda_rope(s, g->q, 1, c->n_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e) ||
+        seam_cuda_rope(s, g->k, 1, c->n_kv_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e))
         return -1;
     if (c->q_scale != 1.0f && seam_cuda_scale(s, g->q, c->q_scale, q_dim, e)) return -1;
     // a quantised cache takes them turned, as engine_qkv_ready does
@@ -389,6 +459,68 @@ static int layer_forward(gpu_segment *g, int il, seam_error *e) {
     return seam_cuda_add(s, g->x, g->xb2, c->n_embd, e);
 }
 
+// out (n, w->rows) = the batch's x16 (n, w->cols) . W^T on cuBLAS.
+static int matmul(gpu_segment *g, const seam_tensor *w, int n, float *out, seam_error *e) {
+    return seam_cuda_matmul(g->blas, g->stream, w->type, w->data, w->rows, w->cols, g->x16, n, out, g->w16, e);
+}
+
+// x (n, cols) into x16, the input the next products share.
+static int to_f16(gpu_segment *g, const float *x, int n, int cols, seam_error *e) {
+    return seam_cuda_quantize(g->stream, GGML_TYPE_F16, x, g->x16, (int64_t)n * cols, e);
+}
+
+// layer_forward for a batch of n tokens at positions g->step[0..n-1]: the
+// same ops over n rows, the projections as matrix products, the KV append
+// and attention token by token (token t attends to positions up to its own).
+static int layer_prefill(gpu_segment *g, int il, int n, seam_error *e) {
+    const seam_config *c = &g->model->cfg;
+    const gpu_layer *L = &g->layers[il];
+    const seam_layer_weights *l = &L->w;
+    seam_cuda_stream *s = g->stream;
+    const int E = c->n_embd, F = c->n_ff, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    const bool swa = c->layer_swa[il];
+    const float base = swa ? c->rope_base_swa : c->rope_base, freq_scale = swa ? 1.0f : c->rope_scale;
+
+    if (seam_cuda_rmsnorm(s, g->bxb, g->bx, l->attn_norm.data, n, E, c->rms_eps, e) || to_f16(g, g->bxb, n, E, e) ||
+        matmul(g, &l->wq, n, g->bq, e) || matmul(g, &l->wk, n, g->bk, e) || matmul(g, &l->wv, n, g->bv, e))
+        return -1;
+    if (c->qkv_bias && (seam_cuda_add_rows(s, g->bq, l->bq.data, n, q_dim, e) ||
+                        seam_cuda_add_rows(s, g->bk, l->bk.data, n, kv_dim, e) ||
+                        seam_cuda_add_rows(s, g->bv, l->bv.data, n, kv_dim, e)))
+        return -1;
+    if (c->qk_norm &&
+        (seam_cuda_rmsnorm(s, g->bq, g->bq, l->q_norm.data, n * c->n_heads, c->head_dim, c->rms_eps, e) ||
+         seam_cuda_rmsnorm(s, g->bk, g->bk, l->k_norm.data, n * c->n_kv_heads, c->head_dim, c->rms_eps, e)))
+        return -1;
+    if (seam_cuda_rope(s, g->bq, n, c->n_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e) ||
+        seam_cuda_rope(s, g->bk, n, c->n_kv_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e))
+        return -1;
+    if (c->q_scale != 1.0f && seam_cuda_scale(s, g->bq, c->q_scale, n * q_dim, e)) return -1;
+    if (g->rot_k && (seam_cuda_fwht(s, g->bq, n * q_dim, g->rot_k, e) || seam_cuda_fwht(s, g->bk, n * kv_dim, g->rot_k, e)))
+        return -1;
+    if (g->rot_v && seam_cuda_fwht(s, g->bv, n * kv_dim, g->rot_v, e)) return -1;
+    for (int t = 0; t < n; t++)
+        if (seam_cuda_kv_append(s, &L->kv, g->bk + (size_t)t * kv_dim, g->bv + (size_t)t * kv_dim, kv_dim, g->n_ctx,
+                                g->step + t, e) ||
+            seam_cuda_attention(s, g->bxb + (size_t)t * q_dim, g->bq + (size_t)t * q_dim, &L->kv, c->n_heads,
+                                c->n_kv_heads, c->head_dim, g->n_ctx, swa ? c->n_swa : 0, c->kq_scale, g->scores,
+                                g->step + t, e))
+            return -1;
+    if (g->rot_v && seam_cuda_fwht(s, g->bxb, n * q_dim, g->rot_v, e)) return -1;
+    if (to_f16(g, g->bxb, n, q_dim, e) || matmul(g, &l->wo, n, g->bxb2, e)) return -1;
+    if (c->post_norms && seam_cuda_rmsnorm(s, g->bxb2, g->bxb2, l->attn_post_norm.data, n, E, c->rms_eps, e)) return -1;
+    if (seam_cuda_add(s, g->bx, g->bxb2, n * E, e)) return -1;
+
+    if (seam_cuda_rmsnorm(s, g->bxb, g->bx, l->ffn_norm.data, n, E, c->rms_eps, e) || to_f16(g, g->bxb, n, E, e) ||
+        matmul(g, &l->w_gate, n, g->bhb, e) || matmul(g, &l->w_up, n, g->bhb2, e))
+        return -1;
+    if (c->ffn_gelu ? seam_cuda_geglu(s, g->bhb, g->bhb2, n * F, e) : seam_cuda_swiglu(s, g->bhb, g->bhb2, n * F, e))
+        return -1;
+    if (to_f16(g, g->bhb, n, F, e) || matmul(g, &l->w_down, n, g->bxb2, e)) return -1;
+    if (c->post_norms && seam_cuda_rmsnorm(s, g->bxb2, g->bxb2, l->ffn_post_norm.data, n, E, c->rms_eps, e)) return -1;
+    return seam_cuda_add(s, g->bx, g->bxb2, n * E, e);
+}
+
 // Streamed layer i's weights into its staging buffer, on the copy stream,
 // once the layer that last used the buffer (i - 2) has run.
 static int issue_copy(gpu_segment *g, int i, seam_error *e) {
@@ -400,12 +532,13 @@ static int issue_copy(gpu_segment *g, int i, seam_error *e) {
            seam_cuda_event_record(se->copy_end, g->copy_stream, e);
 }
 
-// Every layer of the segment, and the head when it is here. Streamed
+// Every layer of the segment, for one token (n = 0: decode's buffers) or a
+// prefill batch of n, and the head (on the last token) when head. Streamed
 // layers: the first two copies start with the token, under the resident
 // layers' compute; each later copy waits for its buffer's previous layer,
 // and each streamed layer waits for its own copy (the wait timed by events,
 // so the report can show what the bus cost the GPU).
-static int enqueue_segment(gpu_segment *g, seam_error *e) {
+static int enqueue_segment(gpu_segment *g, int n, bool head, seam_error *e) {
     const seam_config *c = &g->model->cfg;
     const int n_streamed = g->streamed ? g->n_layers - g->resident : 0;
     for (int i = 0; i < n_streamed && i < 2; i++)
@@ -419,14 +552,15 @@ static int enqueue_segment(gpu_segment *g, seam_error *e) {
                 seam_cuda_event_record(se->wait_end, g->stream, e))
                 return -1;
         }
-        if (layer_forward(g, il, e)) return -1;
+        if (n ? layer_prefill(g, il, n, e) : layer_forward(g, il, e)) return -1;
         if (i >= 0 && n_streamed &&
             (seam_cuda_event_record(g->streamed[i].done, g->stream, e) || (i + 2 < n_streamed && issue_copy(g, i + 2, e))))
             return -1;
     }
-    if (!g->head) return 0;
-    if (seam_cuda_rmsnorm(g->stream, g->x, g->x, g->output_norm.data, 1, c->n_embd, c->rms_eps, e) ||
-        matvec(g, &g->output, g->x, g->logits_dev, e))
+    if (!head) return 0;
+    float *x = n ? g->bx + (size_t)(n - 1) * c->n_embd : g->x;
+    if (seam_cuda_rmsnorm(g->stream, x, x, g->output_norm.data, 1, c->n_embd, c->rms_eps, e) ||
+        matvec(g, &g->output, x, g->logits_dev, e))
         return -1;
     return c->logit_softcap > 0.0f ? seam_cuda_softcap(g->stream, g->logits_dev, c->logit_softcap, c->n_vocab, e) : 0;
 }
@@ -473,32 +607,37 @@ static int record_streamed(gpu_segment *g, seam_timeline *tl, int token, seam_er
 // the one reported.
 static int capture_segment(gpu_segment *g, seam_error *e) {
     if (seam_cuda_graph_begin(g->stream, e)) return -1;
-    if (enqueue_segment(g, e)) {
+    if (enqueue_segment(g, 0, g->head, e)) {
         seam_cuda_graph_discard(g->stream);
         return -1;
     }
     return seam_cuda_graph_end(g->stream, &g->graph, e);
 }
 
-int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_timeline *tl, seam_token_time *tt,
-                        seam_error *e) {
+// One token (n = 0: decode's buffers, the graph) or a prefill batch of n
+// (x: n rows) at positions pos0.. through the segment: x crosses to the
+// device, the layers run, and either the hidden states cross back into x or,
+// with head, the (last token's) logits cross back into the pinned buffer.
+static int run_segment(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
+                       seam_token_time *tt, seam_error *e) {
     const seam_config *c = &g->model->cfg;
-    const int token = tt->token;
-    const size_t x_bytes = (size_t)c->n_embd * sizeof(float);
-    // the hidden state crosses to the device, then the position follows (the
-    // step is bookkeeping of the graph, not a crossing of the model's data:
-    // its copy lands in the report's "other", not in the crossing's wait)
+    const int token = tt->token, rows = n ? n : 1;
+    const size_t x_bytes = (size_t)rows * c->n_embd * sizeof(float);
+    float *x_dev = n ? g->bx : g->x;
+    // the hidden states cross to the device, then the positions follow (the
+    // steps are bookkeeping of the graph, not a crossing of the model's data:
+    // their copy lands in the report's "other", not in the crossing's wait)
     memcpy(g->x_pinned, x, x_bytes);
-    if (crossing(g, CROSS_H2D, g->x, g->x_pinned, x_bytes, 0, token, tl, e)) return -1;
-    g->step_host->token = 0;  // the embedding row is looked up on the host
-    g->step_host->pos = pos;
-    if (seam_cuda_copy_h2d(g->stream, g->step, g->step_host, sizeof *g->step, e)) return -1;
+    if (crossing(g, CROSS_H2D, x_dev, g->x_pinned, x_bytes, 0, token, tl, e)) return -1;
+    for (int t = 0; t < rows; t++) g->step_host[t] = (seam_cuda_step){.token = 0, .pos = pos0 + t};  // rows looked up on the host
+    if (seam_cuda_copy_h2d(g->stream, g->step, g->step_host, (size_t)rows * sizeof *g->step, e)) return -1;
 
-    // the segment: captured once, replayed after; timed from the GPU taking
-    // up its launch to its last op (the report's "GPU layers")
-    if (g->use_graph && !g->graph && capture_segment(g, e)) return -1;
+    // the segment: a token's captured once, replayed after; timed from the
+    // GPU taking up its launch to its last op (the report's "GPU layers")
+    const bool graph = g->use_graph && n == 0;
+    if (graph && !g->graph && capture_segment(g, e)) return -1;
     if (seam_cuda_event_record(g->ev_start, g->stream, e)) return -1;
-    if (g->use_graph ? seam_cuda_graph_launch(g->graph, g->stream, e) : enqueue_segment(g, e)) return -1;
+    if (graph ? seam_cuda_graph_launch(g->graph, g->stream, e) : enqueue_segment(g, n, head, e)) return -1;
     float ms = 0;
     if (seam_cuda_event_record(g->ev_end, g->stream, e) || seam_cuda_stream_synchronize(g->stream, e) ||
         seam_cuda_event_elapsed_ms(g->ev_start, g->ev_end, &ms, e))
@@ -506,17 +645,35 @@ int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_
     tt->segment_us[SEG_GPU] = 1e3 * ms;
     if (record_streamed(g, tl, token, e)) return -1;
 
-    // back to the host: the logits when the head ran here, else the hidden state
-    if (g->head) {
+    // back to the host: the logits when the head ran here, else the hidden states
+    if (head) {
         if (crossing(g, CROSS_D2H, g->logits_pinned, g->logits_dev, (size_t)c->n_vocab * sizeof(float), c->n_layers,
                      token, tl, e))
             return -1;
         *logits = g->logits_pinned;
         return 0;
     }
-    if (crossing(g, CROSS_D2H, g->x_pinned, g->x, x_bytes, g->n_layers, token, tl, e)) return -1;
+    if (crossing(g, CROSS_D2H, g->x_pinned, x_dev, x_bytes, g->n_layers, token, tl, e)) return -1;
     memcpy(x, g->x_pinned, x_bytes);
     return 0;
+}
+
+int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_timeline *tl, seam_token_time *tt,
+                        seam_error *e) {
+    return run_segment(g, x, 0, pos, g->head, logits, tl, tt, e);
+}
+
+bool gpu_segment_gemm(const gpu_segment *g, seam_gpu_prefill mode, int n) {
+    if (!g->blas || n < 2 || n > SEAM_UBATCH) return false;
+    return mode == GPU_PREFILL_GEMM || (mode == GPU_PREFILL_AUTO && n >= GPU_GEMM_MIN_BATCH);
+}
+
+int gpu_segment_prefill(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
+                        seam_token_time *tt, seam_error *e) {
+    if (!g->blas) return seam_fail(e, "the GPU layers take no batch here (MoE layers run token by token)");
+    if (n < 2 || n > SEAM_UBATCH)
+        return seam_fail(e, "a GPU prefill batch holds 2..%d tokens (got %d)", SEAM_UBATCH, n);
+    return run_segment(g, x, n, pos0, head && g->head, logits, tl, tt, e);
 }
 
 #endif

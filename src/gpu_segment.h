@@ -38,6 +38,41 @@ void gpu_segment_free(gpu_segment *g);
 int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_timeline *tl, seam_token_time *tt,
                         seam_error *e);
 
+// How a prompt's batches of SEAM_UBATCH tokens cross the GPU layers: as
+// matrix products (each weight matrix dequantised to f16 once a batch, one
+// cuBLAS GEMM for all its tokens), or token by token as decode runs them.
+// auto takes the GEMM for a batch of at least GPU_GEMM_MIN_BATCH tokens.
+typedef enum { GPU_PREFILL_AUTO, GPU_PREFILL_GEMM, GPU_PREFILL_TOKENS, GPU_PREFILL_COUNT } seam_gpu_prefill;
+extern const char *const gpu_prefill_name[GPU_PREFILL_COUNT];  // "auto", "gemm", "tokens"
+
+// Provisional, until a device measures it (bench/gpu-check.sh's pp32..pp512
+// through both paths): llama.cpp's batch from which ggml-cuda takes
+// dequantise + cuBLAS over its own dp4a kernels for quantised weights on an
+// NVIDIA GPU with f16 tensor cores but no int8 MMA (MMQ_DP4A_MAX_BATCH_SIZE,
+// ggml_cuda_should_use_mmq; from Turing on it keeps its int8 MMA kernels at
+// every batch). seam's alternative is the matvec per token, which reads the
+// weights once a token, so the GEMM may well win below 64.
+#define GPU_GEMM_MIN_BATCH 64
+
+// Whether a batch of n prompt tokens crosses g's layers as matrix products
+// under mode: never for a single token, nor for a segment with no layers or
+// with MoE layers (their experts run token by token).
+bool gpu_segment_gemm(const gpu_segment *g, seam_gpu_prefill mode, int n);
+
+// Device bytes the batched path adds to a segment of layers 0..n_layers-1:
+// SEAM_UBATCH tokens' activations, their f16 copy, and the largest weight
+// matrix of those layers in f16. 0 where it does not run (MoE, no layers).
+uint64_t gpu_segment_prefill_bytes(const seam_model *m, int n_layers);
+
+// A batch of n (2..SEAM_UBATCH) prompt tokens at positions pos0.. through
+// the GPU layers as matrix products: x (n, n_embd, host) crosses to the
+// device, and either the hidden states cross back into x or, with head, the
+// last token's logits cross back into the pinned buffer *logits points at.
+// Records the crossings as token tt->token and fills tt's GPU segment time
+// (the whole batch's).
+int gpu_segment_prefill(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
+                        seam_token_time *tt, seam_error *e);
+
 // Columns of the widest input each of the segment's two quantised-activation
 // buffers receives, from the model's shapes alone: `scratch` the input of
 // every matvec (n_embd, q_dim or the FFN's hidden width), `hidden` (MoE; 0

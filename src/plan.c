@@ -10,8 +10,9 @@
 #include "engine.h"
 #include "quant.h"
 
-// Working memory beyond the activations: the CUDA context's own, the graph
-// and the quantised activation buffers. A round figure, checked after loading.
+// Working memory beyond the activations: the CUDA context's own, the graph,
+// the quantised activation buffers and cuBLAS's handle and workspace. A
+// round figure, checked after loading.
 #define GPU_RESERVE (64ull << 20)
 
 const char *const plan_overflow_name[OVERFLOW_COUNT] = {"cpu", "mapped", "stream"};
@@ -134,7 +135,8 @@ void plan_place(seam_plan *p, const seam_model *m, const seam_plan_request *req,
     // its activations, the logits when the head is there, and working memory
     p->scratch[DEV_CPU] = engine_scratch_bytes(c, req->n_ctx);
     if (computed_on_gpu > 0 || p->head == DEV_GPU)
-        p->scratch[DEV_GPU] = gpu_activation_bytes(c, req->n_ctx) + GPU_RESERVE;
+        p->scratch[DEV_GPU] = gpu_activation_bytes(c, req->n_ctx) + gpu_segment_prefill_bytes(m, computed_on_gpu) +
+                              GPU_RESERVE;
     if (p->head == DEV_GPU) p->scratch[DEV_GPU] += 4ull * (uint64_t)c->n_vocab;
     if (req->overflow == OVERFLOW_STREAM && n < c->n_layers) p->scratch[DEV_GPU] += 2 * largest_overflow;
 }

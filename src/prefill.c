@@ -315,29 +315,42 @@ static void ffn(seam_engine *eng, batch *b, const seam_layer_weights *l, int il)
     each_token(ffn_out, eng, b, l, il, 0);
 }
 
-int cpu_prefill(seam_engine *eng, const int *tokens, int n, int pos0, seam_error *e) {
+int prefill_batch(seam_engine *eng, const int *tokens, int n, int pos0, bool last, float **logits, seam_error *e) {
     const seam_model *m = eng->model;
     const seam_config *c = &m->cfg;
     batch *b = eng->s.batch;
-    for (int done = 0; done < n; done += b->n) {
-        b->n = n - done < BATCH ? n - done : BATCH;
-        const double t0 = seam_now();
-        for (int t = 0; t < b->n; t++) {
-            engine_embed(eng, tokens[done + t], b->x + t * c->n_embd);
-            engine_rope_angles(c, pos0 + done + t, b->rope_angles + (size_t)t * 2 * c->rope_dim);
-        }
-        for (int il = 0; il < c->n_layers; il++) {
-            attention(eng, b, &m->w.layers[il], il, pos0 + done);
-            ffn(eng, b, &m->w.layers[il], il);
-        }
-        // the batch's timeline: its time shared out over its tokens
-        const double per_token = 1e6 * (seam_now() - t0) / b->n;
-        for (int t = 0; t < b->n; t++) {
-            seam_token_time tt = {.token = eng->n_run++, .pos = pos0 + done + t, .prefill = 1, .token_us = per_token};
-            tt.segment_us[SEG_CPU] = per_token;
-            if (timeline_add_token(&eng->timeline, &tt)) return seam_fail(e, "out of memory for the timeline");
-        }
-        if (done + b->n == n) memcpy(eng->s.x, b->x + (size_t)(b->n - 1) * c->n_embd, sizeof(float) * c->n_embd);
+    b->n = n;
+    const double t0 = seam_now();
+    for (int t = 0; t < n; t++) {
+        engine_embed(eng, tokens[t], b->x + t * c->n_embd);
+        engine_rope_angles(c, pos0 + t, b->rope_angles + (size_t)t * 2 * c->rope_dim);
+    }
+    // the GPU layers (and the head, on the last batch, when it is there)
+    seam_token_time gpu = {.token = eng->n_run};
+    const bool gpu_head = last && eng->head_on_gpu;
+    if (eng->gpu &&
+        gpu_segment_prefill(eng->gpu, b->x, n, pos0, gpu_head, logits, &eng->timeline, &gpu, e))
+        return -1;
+    const double t_layers = seam_now();
+    for (int il = eng->gpu_layers; il < c->n_layers; il++) {
+        attention(eng, b, &m->w.layers[il], il, pos0);
+        ffn(eng, b, &m->w.layers[il], il);
+    }
+    const double t_head = seam_now();
+    if (last) memcpy(eng->s.x, b->x + (size_t)(n - 1) * c->n_embd, sizeof(float) * c->n_embd);
+    if (last && !eng->head_on_gpu) {
+        engine_head(eng);
+        *logits = eng->s.logits;
+    }
+    // the batch's timeline: its segments' times shared out over its tokens
+    const double t_end = seam_now(), share = 1e6 / n;
+    for (int t = 0; t < n; t++) {
+        seam_token_time tt = {.token = eng->n_run++, .pos = pos0 + t, .prefill = 1, .token_us = share * (t_end - t0)};
+        tt.segment_us[SEG_GPU] = gpu.segment_us[SEG_GPU] / n;
+        tt.segment_us[SEG_CPU] = share * (t_head - (eng->gpu ? t_layers : t0));
+        tt.segment_us[SEG_HEAD] = share * (t_end - t_head);
+        if (eng->gpu) tt.gpu_idle_us = share * (t_end - t_layers);  // one stream: the GPU waits for the CPU's part
+        if (timeline_add_token(&eng->timeline, &tt)) return seam_fail(e, "out of memory for the timeline");
     }
     return 0;
 }

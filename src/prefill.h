@@ -1,4 +1,4 @@
-// prefill.h — a prompt through the CPU layers in batches (prefill.c), and
+// prefill.h — a prompt's batch through the layers at once (prefill.c), and
 // the pieces of the forward pass that decode (engine.c) and prefill share.
 #ifndef SEAM_PREFILL_H
 #define SEAM_PREFILL_H
@@ -6,9 +6,12 @@
 #include "cpu/ops.h"
 #include "engine.h"
 
-// Runs n prompt tokens at positions pos0.. through every layer on the CPU,
-// filling the KV cache; leaves the last token's hidden state in eng->s.x.
-int cpu_prefill(seam_engine *eng, const int *tokens, int n, int pos0, seam_error *e);
+// Runs a batch of n (2..SEAM_UBATCH) prompt tokens at positions pos0..
+// through every layer, filling the KV caches: the GPU layers as matrix
+// products (gpu_segment_prefill) when the engine has them, the rest on the
+// CPU. On the last batch of a prompt it leaves the last token's hidden
+// state in eng->s.x and points *logits at its logits.
+int prefill_batch(seam_engine *eng, const int *tokens, int n, int pos0, bool last, float **logits, seam_error *e);
 
 // The buffers of a prompt's batch of SEAM_UBATCH tokens, which an engine
 // keeps (engine_init makes them): new, free, and their bytes.

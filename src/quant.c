@@ -263,6 +263,17 @@ int seam_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
     return 0;
 }
 
+int seam_dequantize_row_f16(uint32_t type, const void *src, seam_f16 *dst, int64_t n) {
+    uint32_t be, bb;
+    if (!whole_blocks(type, n) || !ggml_type_layout(type, &be, &bb) || be > QK_K) return -1;
+    float y[QK_K];  // one block at a time: the largest holds QK_K weights
+    for (int64_t b = 0; b < n / be; b++) {
+        if (seam_dequantize_row(type, (const uint8_t *)src + b * bb, y, be)) return -1;
+        for (uint32_t i = 0; i < be; i++) dst[b * be + i] = seam_f32_to_f16(y[i]);
+    }
+    return 0;
+}
+
 // ---------------------------------------------------------------------------
 // Dot products
 //

@@ -159,6 +159,10 @@ uint32_t seam_vec_dot_type(uint32_t weight_type);
 // Dequantises n elements (a multiple of the type's block size) of src.
 // Returns -1 for a type without a reference decoder.
 int seam_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n);
+// The same values rounded to f16 (seam_f32_to_f16): the weights of the GPU
+// prefill's cuBLAS path, whose kernel (seam_cuda_dequantize_f16) must equal
+// this bit for bit. -1 as seam_dequantize_row.
+int seam_dequantize_row_f16(uint32_t type, const void *src, seam_f16 *dst, int64_t n);
 
 // Quantises n activations into the given format (one of the vec_dot types):
 // dst must hold ggml_row_bytes(type, n) bytes. Q8_K and Q8_0 round as

@@ -349,9 +349,16 @@ Test(cli, bench_runs_and_validates, .timeout = 300) {
         {"-p", "abc"}, {"-p", "-1"},  {"-t", "0"},   {"-t", "3-1"}, {"-t", "1-4+0"}, {"-n", "1,,2"},
         {"-r", "0"},   {"-r", "x"},   {"-o", "xml"}, {"-ngl", "-1"}, {"--frobnicate", "1"}, {"--overflow", "disk"},
         {"--overflow", "cpu,"}, {"-d", "-4"}, {"-d", "x"}, {"-ctk", "q4_0"}, {"-ctv", "f16,"}, {"--cache-type-k", ""},
+        {"--gpu-prefill", "cublas"}, {"--gpu-prefill", "gemm,tokens"}, {"--gpu-prefill", ""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_failure(ARGS("bench", "-m", MODEL, bad[i][0], bad[i][1]), bad[i][0]);
+    expect_failure(ARGS("bench", "-m", MODEL, "--gpu-prefill"), "auto, gemm or tokens");
+    // the prefill path is a column of the report (on the CPU alone it changes nothing)
+    result rp = run(ARGS("bench", "-m", MODEL, "-p", "4", "-n", "0", "-r", "1", "-o", "json", "--gpu-prefill", "tokens"));
+    cr_assert(WIFEXITED(rp.status) && WEXITSTATUS(rp.status) == 0, "seam bench --gpu-prefill tokens failed:\n%s", rp.err);
+    cr_assert(strstr(rp.out, "\"gpu_prefill\": \"tokens\""), "no gpu_prefill in the JSON:\n%s", rp.out);
+    result_free(&rp);
     expect_failure(ARGS("bench", "-p", "8"), "-m");
     expect_failure(ARGS("bench", "-m", SEAM_SOURCE_DIR "/no-such-model.gguf"), "cannot open");
     expect_failure(ARGS("bench", "-m", MODEL, "-ngl", "5"), "gpu-layers");

@@ -138,6 +138,7 @@ Test(cuda, host_decoders_match_quant_c) {
         const int64_t rows = 16, cols = cols_for(type), rb = (int64_t)ggml_row_bytes(type, (uint64_t)cols);
         uint8_t *w = random_weights(type, rows, cols, &rng);
         float *x = random_floats((int)cols, 1.0f, &rng), *ref = malloc(sizeof(float) * cols), *got = malloc(sizeof(float) * cols);
+        seam_f16 *got16 = malloc(sizeof(seam_f16) * cols), *ref16 = malloc(sizeof(seam_f16) * cols);
         void *act = reference_act(type, x, cols);
         for (int64_t r = 0; r < rows; r++) {
             float mag, want = reference_dot(type, w + r * rb, act, cols, &mag);
@@ -148,10 +149,16 @@ Test(cuda, host_decoders_match_quant_c) {
             seam_dequantize_row(type, w + r * rb, ref, cols);
             cr_assert(bitwise_equal(got, ref, (int)cols), "%s row %lld: dequantised values differ", ggml_type_name(type),
                       (long long)r);
+            // the GEMM path's f16 weights: the same decoders, rounded as quant.c rounds
+            cr_assert_eq(seam_cuda_host_dequantize_f16(type, w + r * rb, got16, cols), 0);
+            cr_assert_eq(seam_dequantize_row_f16(type, w + r * rb, ref16, cols), 0);
+            cr_assert(memcmp(got16, ref16, sizeof(seam_f16) * cols) == 0, "%s row %lld: f16 weights differ",
+                      ggml_type_name(type), (long long)r);
         }
-        free(w), free(x), free(ref), free(got), free(act);
+        free(w), free(x), free(ref), free(got), free(act), free(got16), free(ref16);
     }
     cr_assert(isnan(seam_cuda_host_vec_dot(GGML_TYPE_Q2_K, &rng, &rng, 256)));
+    cr_assert_eq(seam_cuda_host_dequantize_f16(GGML_TYPE_Q2_K, &rng, (seam_f16 *)&rng, 256), -1);
 }
 
 Test(cuda, launchers_reject_bad_arguments) {
@@ -170,8 +177,8 @@ Test(cuda, launchers_reject_bad_arguments) {
     cr_assert_eq(seam_cuda_quantize(NULL, GGML_TYPE_Q8_0, f + 1, buf, 32, &e), -1);
     cr_assert_eq(seam_cuda_embedding(NULL, GGML_TYPE_Q8_0, buf, 10, 32, 1.0f, NULL, f, &e), -1);
     cr_assert_eq(seam_cuda_rmsnorm(NULL, f, f, f, 0, 16, 1e-6f, &e), -1);
-    cr_assert_eq(seam_cuda_rope(NULL, f, 4, 64, 63, 1e4f, 1.0f, false, (seam_cuda_step *)buf, &e), -1);
-    cr_assert_eq(seam_cuda_rope(NULL, f, 4, 64, 128, 1e4f, 1.0f, false, (seam_cuda_step *)buf, &e), -1);
+    cr_assert_eq(seam_cuda_rope(NULL, f, 1, 4, 64, 63, 1e4f, 1.0f, false, (seam_cuda_step *)buf, &e), -1);
+    cr_assert_eq(seam_cuda_rope(NULL, f, 1, 4, 64, 128, 1e4f, 1.0f, false, (seam_cuda_step *)buf, &e), -1);
     cr_assert_eq(seam_cuda_softcap(NULL, f, 0.0f, 16, &e), -1);
     cr_assert_eq(seam_cuda_add(NULL, f, NULL, 16, &e), -1);
     cr_assert_eq(seam_cuda_softmax(NULL, f, 1, 0, &e), -1);
@@ -202,6 +209,13 @@ Test(cuda, launchers_reject_bad_arguments) {
     cr_assert(strstr(e.msg, "out of range"), "%s", e.msg);
     cr_assert_eq(seam_cuda_moe_route(NULL, f, 2000, 8, idx, f, &e), -1);
     cr_assert_eq(seam_cuda_moe_accumulate(NULL, f, f, f, -1, 16, &e), -1);
+    uint16_t *h = (uint16_t *)buf;
+    cr_assert_eq(seam_cuda_dequantize_f16(NULL, GGML_TYPE_Q4_K, buf, 4, 100, h, &e), -1);
+    cr_assert(strstr(e.msg, "multiple of 256"), "%s", e.msg);
+    cr_assert_eq(seam_cuda_dequantize_f16(NULL, GGML_TYPE_Q8_0, buf, 4, 32, NULL, &e), -1);
+    cr_assert_eq(seam_cuda_matmul(NULL, NULL, GGML_TYPE_Q8_0, buf, 4, 32, h, 2, f, h, &e), -1);
+    cr_assert_eq(seam_cuda_rope(NULL, f, 0, 4, 64, 64, 1e4f, 1.0f, false, st, &e), -1);
+    cr_assert_eq(seam_cuda_add_rows(NULL, f, f, 0, 16, &e), -1);
 }
 
 // ---------------------------------------------------------------- with a device
@@ -369,6 +383,74 @@ Test(cuda, embedding_matches_dequantize_bitwise) {
     }
 }
 
+Test(cuda, dequantize_f16_matches_reference_bitwise) {
+    require_device();
+    uint64_t rng = 20;
+    for (size_t t = 0; t < sizeof matvec_types / sizeof *matvec_types; t++) {
+        const uint32_t type = matvec_types[t];
+        const int64_t rows = 67, cols = cols_for(type);  // 67 rows: the last thread block is part-empty
+        const uint64_t rb = ggml_row_bytes(type, (uint64_t)cols);
+        uint8_t *w = random_weights(type, rows, cols, &rng);
+        seam_f16 *want = malloc(sizeof(seam_f16) * rows * cols), *got = malloc(sizeof(seam_f16) * rows * cols);
+        for (int64_t r = 0; r < rows; r++) cr_assert_eq(seam_dequantize_row_f16(type, w + r * rb, want + r * cols, cols), 0);
+        void *dw = dev_from(w, rb * rows);
+        uint16_t *dout = dev_alloc(sizeof(seam_f16) * rows * cols);
+        OK(seam_cuda_dequantize_f16(NULL, type, dw, rows, cols, dout, &err));
+        to_host(got, dout, sizeof(seam_f16) * rows * cols);
+        for (int64_t i = 0; i < rows * cols; i++)
+            cr_assert_eq(got[i], want[i], "%s row %lld [%lld]: 0x%04x, reference 0x%04x", ggml_type_name(type),
+                         (long long)(i / cols), (long long)(i % cols), got[i], want[i]);
+        seam_cuda_free(dw), seam_cuda_free(dout);
+        free(w), free(want), free(got);
+    }
+}
+
+// out (n, rows) = x . W^T through cuBLAS against the same product of the
+// f16-rounded inputs summed in double: the products of two halves are exact
+// in float, so only the GEMM's float sums differ, 1e-4 of sum |w_i x_i| at
+// most (an indexing error is of the order of the sum itself).
+Test(cuda, matmul_matches_reference) {
+    require_device();
+    uint64_t rng = 21;
+    seam_cuda_stream *s;
+    seam_cuda_blas *blas;
+    OK(seam_cuda_stream_create(&s, &err));
+    OK(seam_cuda_blas_create(&blas, s, &err));
+    const int n = 7;
+    for (size_t t = 0; t < sizeof matvec_types / sizeof *matvec_types; t++) {
+        const uint32_t type = matvec_types[t];
+        const int64_t rows = 67, cols = cols_for(type);
+        const uint64_t rb = ggml_row_bytes(type, (uint64_t)cols);
+        uint8_t *w = random_weights(type, rows, cols, &rng);
+        float *x = random_floats((int)(n * cols), 1.0f, &rng), *got = malloc(sizeof(float) * n * rows);
+        seam_f16 *w16 = malloc(sizeof(seam_f16) * cols);
+        void *dw = dev_from(w, rb * rows);
+        float *dx = dev_from(x, sizeof(float) * n * cols), *dout = dev_alloc(sizeof(float) * n * rows);
+        uint16_t *dw16 = dev_alloc(sizeof(seam_f16) * rows * cols), *dx16 = dev_alloc(sizeof(seam_f16) * n * cols);
+        OK(seam_cuda_quantize(s, GGML_TYPE_F16, dx, dx16, n * cols, &err));
+        OK(seam_cuda_matmul(blas, s, type, dw, rows, cols, dx16, n, dout, dw16, &err));
+        OK(seam_cuda_stream_synchronize(s, &err));
+        to_host(got, dout, sizeof(float) * n * rows);
+        for (int64_t r = 0; r < rows; r++) {
+            cr_assert_eq(seam_dequantize_row_f16(type, w + r * rb, w16, cols), 0);
+            for (int tok = 0; tok < n; tok++) {
+                double want = 0, mag = 0;
+                for (int64_t k = 0; k < cols; k++) {
+                    const double p = (double)seam_f16_to_f32(w16[k]) * seam_f16_to_f32(seam_f32_to_f16(x[tok * cols + k]));
+                    want += p, mag += fabs(p);
+                }
+                const float g = got[tok * rows + r];
+                cr_assert(fabs(g - want) <= 1e-4 * mag + 1e-6, "%s token %d row %lld: cuBLAS %g, reference %g",
+                          ggml_type_name(type), tok, (long long)r, g, want);
+            }
+        }
+        seam_cuda_free(dw), seam_cuda_free(dx), seam_cuda_free(dout), seam_cuda_free(dw16), seam_cuda_free(dx16);
+        free(w), free(x), free(got), free(w16);
+    }
+    seam_cuda_blas_destroy(blas);
+    seam_cuda_stream_destroy(s);
+}
+
 Test(cuda, rmsnorm_matches_reference) {
     require_device();
     uint64_t rng = 9;
@@ -390,36 +472,42 @@ Test(cuda, rmsnorm_matches_reference) {
 }
 
 Test(cuda, rope_matches_reference) {
+    // three tokens in one launch, each at its own position (a prefill batch)
     require_device();
     uint64_t rng = 10;
-    const int n_heads = 4, head_dim = 128, rope_dims[] = {128, 64}, positions[] = {0, 1, 3001};
+    enum { T = 3 };
+    const int n_heads = 4, head_dim = 128, rope_dims[] = {128, 64}, positions[T] = {0, 1, 3001};
+    const seam_cuda_step steps[T] = {{0, positions[0]}, {0, positions[1]}, {0, positions[2]}};
+    seam_cuda_step *step = dev_from(steps, sizeof steps);
+    const int n = n_heads * head_dim;
     for (int neox = 0; neox < 2; neox++)
-        for (int rd = 0; rd < 2; rd++)
-            for (int p = 0; p < 3; p++) {
-                const int n = n_heads * head_dim;
-                float *x = random_floats(n, 1.0f, &rng), *want = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
-                memcpy(want, x, sizeof(float) * n);
+        for (int rd = 0; rd < 2; rd++) {
+            float *x = random_floats(T * n, 1.0f, &rng), *want = malloc(sizeof(float) * T * n);
+            float *got = malloc(sizeof(float) * T * n);
+            memcpy(want, x, sizeof(float) * T * n);
+            for (int p = 0; p < T; p++) {
                 float cos_t[64], sin_t[64];
                 cpu_rope_angles(cos_t, sin_t, rope_dims[rd], positions[p], 1e6f, 0.25f);
-                cpu_rope_apply(want, n_heads, NULL, 0, head_dim, rope_dims[rd], cos_t, sin_t, neox);
-                float *dx = dev_from(x, sizeof(float) * n);
-                seam_cuda_step *step = dev_step(0, positions[p]);
-                OK(seam_cuda_rope(NULL, dx, n_heads, head_dim, rope_dims[rd], 1e6f, 0.25f, neox, step, &err));
-                to_host(got, dx, sizeof(float) * n);
-                for (int h = 0; h < n_heads; h++) {
+                cpu_rope_apply(want + p * n, n_heads, NULL, 0, head_dim, rope_dims[rd], cos_t, sin_t, neox);
+            }
+            float *dx = dev_from(x, sizeof(float) * T * n);
+            OK(seam_cuda_rope(NULL, dx, T, n_heads, head_dim, rope_dims[rd], 1e6f, 0.25f, neox, step, &err));
+            to_host(got, dx, sizeof(float) * T * n);
+            for (int p = 0; p < T; p++)
+                for (int h = 0; h < n_heads; h++)
                     for (int i = 0; i < head_dim; i++) {
                         // the pair partner of i, whose input also feeds the output
-                        const int half = rope_dims[rd] / 2;
+                        const int half = rope_dims[rd] / 2, at = p * n + h * head_dim;
                         const int j = i >= rope_dims[rd] ? i : neox ? (i < half ? i + half : i - half) : i ^ 1;
-                        const float tol = 1e-6f * (fabsf(x[h * head_dim + i]) + fabsf(x[h * head_dim + j])) + 1e-7f;
-                        cr_assert(fabsf(got[h * head_dim + i] - want[h * head_dim + i]) <= tol,
+                        const float tol = 1e-6f * (fabsf(x[at + i]) + fabsf(x[at + j])) + 1e-7f;
+                        cr_assert(fabsf(got[at + i] - want[at + i]) <= tol,
                                   "neox %d, rope_dim %d, pos %d, head %d [%d]: cuda %g, reference %g", neox,
-                                  rope_dims[rd], positions[p], h, i, got[h * head_dim + i], want[h * head_dim + i]);
+                                  rope_dims[rd], positions[p], h, i, got[at + i], want[at + i]);
                     }
-                }
-                seam_cuda_free(dx), seam_cuda_free(step);
-                free(x), free(want), free(got);
-            }
+            seam_cuda_free(dx);
+            free(x), free(want), free(got);
+        }
+    seam_cuda_free(step);
 }
 
 Test(cuda, elementwise_ops_match_reference) {

@@ -188,6 +188,21 @@ Test(hand, q8_0) {
     for (int j = 0; j < 32; j++) cr_assert_eq(y[j], 2.0f * (j * 8 - 128));
 }
 
+// The GPU prefill's weights: the dequantised value rounded to f16, to
+// nearest and ties to even. d = 1 + 2^-10; 3d = 3 + 1.5 * 2^-9 lies halfway
+// between two f16 values (spacing 2^-9 in [2, 4)) and goes to the even one,
+// 3 + 2^-8; 5d = 5 + 1.25 * 2^-8 rounds down to 5 + 2^-8.
+Test(hand, q8_0_to_f16_rounds_to_nearest_even) {
+    block_q8_0 b = {.d = 0x3c01, .qs = {1, 3, -3, 5}};
+    seam_f16 y[32];
+    cr_assert_eq(seam_dequantize_row_f16(GGML_TYPE_Q8_0, &b, y, 32), 0);
+    static const seam_f16 want[4] = {0x3c01, 0x4202, 0xc202, 0x4501};
+    for (int j = 0; j < 4; j++) cr_assert_eq(y[j], want[j], "weight %d: 0x%04x, want 0x%04x", j, y[j], want[j]);
+    for (int j = 4; j < 32; j++) cr_assert_eq(y[j], 0);
+    cr_assert_eq(seam_dequantize_row_f16(GGML_TYPE_Q4_K, &b, y, 100), -1, "not a whole number of blocks");
+    cr_assert_eq(seam_dequantize_row_f16(GGML_TYPE_Q2_K, &b, y, 256), -1, "no decoder");
+}
+
 // Sub-block scales and mins for the K hand blocks; 4..7 are >= 16, so their
 // top two bits land in the top bits of bytes 0..7.
 static const uint8_t HAND_SC[8] = {10, 17, 24, 31, 38, 45, 52, 59};
@@ -493,6 +508,25 @@ static void *random_weights(uint32_t type, int64_t n, uint64_t *rng) {
         }
     }
     return row;
+}
+
+// Rows of several blocks: each weight is its float dequantisation rounded
+// once (block by block, at the right offsets).
+Test(dequantize, f16_row_is_the_float_row_rounded) {
+    uint64_t rng = 19;
+    const int64_t n = 3 * QK_K;
+    for (size_t t = 0; t < N_WEIGHT_TYPES; t++) {
+        const uint32_t type = WEIGHT_TYPES[t];
+        void *w = random_weights(type, n, &rng);
+        float *f = malloc(n * sizeof *f);
+        seam_f16 *h = malloc(n * sizeof *h);
+        cr_assert_eq(seam_dequantize_row(type, w, f, n), 0);
+        cr_assert_eq(seam_dequantize_row_f16(type, w, h, n), 0, "%s", ggml_type_name(type));
+        for (int64_t i = 0; i < n; i++)
+            cr_assert_eq(h[i], seam_f32_to_f16(f[i]), "%s weight %ld: 0x%04x, want 0x%04x", ggml_type_name(type),
+                         (long)i, h[i], seam_f32_to_f16(f[i]));
+        free(w), free(f), free(h);
+    }
 }
 
 // seam_vec_dot(w, quantised a) equals dequantise(w) . dequantise(a), summed
