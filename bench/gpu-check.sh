@@ -16,10 +16,12 @@
 #
 # Limits it keeps: no step starts after DEADLINE seconds (480), and the one
 # running then is killed; each step has its own limit too. The order is by
-# value: the build, the CUDA kernels against the C reference, the split on a
-# synthetic Qwen3-0.6B with its timelines, the workbench, the whole test
-# suite, memcheck over short runs, the offload curve, memcheck over the
-# kernels' tests. The steps go on after a failure; the exit status is 1 when
+# value: the build, the CUDA kernels against the C reference, the GPU
+# prefill's GEMM path against its token path, the split on a synthetic
+# Qwen3-0.6B with its timelines, the prefill through both paths by prompt
+# length (where cuBLAS starts to win), the workbench, the whole test suite,
+# memcheck over short runs, the offload curve, memcheck over the kernels'
+# tests. The steps go on after a failure; the exit status is 1 when
 # anything failed or the deadline cut the run short. On a machine without a
 # CUDA device it stops after describing the machine, says so, and exits 1.
 #
@@ -112,6 +114,10 @@ fi
 
 # ---------------------------------------------------------------- the kernels against the C reference
 step cuda-tests --limit 120 --needs $B/test_cuda --show '^\[FAIL\]|Synthesis' -- $B/test_cuda --verbose -j1
+# the GPU prefill through cuBLAS against token by token, each golden prompt's
+# last logits (the GEMM's kernels themselves are in cuda-tests above)
+step gpu-prefill-golden --limit 120 --needs $B/test_golden --show '^\[FAIL\]|x tolerance|Synthesis' -- \
+    $B/test_golden --verbose --filter 'golden/gpu_prefill_gemm' -j1
 
 # ---------------------------------------------------------------- the split
 # Synthetic models: a small dense one, two small MoE ones (moe-mixed's up
@@ -131,6 +137,17 @@ split_run split-28-head-cpu -ngl 28 --head cpu
 for mode in mapped stream; do
     for n in 0 14; do split_run "$mode-$n" -ngl $n --overflow $mode; done
 done
+
+# ---------------------------------------------------------------- the GPU prefill: where cuBLAS wins
+# Every layer on the GPU, prompts of 32..512 tokens through each path; the
+# crossover is what gpu_segment.h's provisional GPU_GEMM_MIN_BATCH should be.
+for mode in tokens gemm; do
+    step "prefill-$mode" --limit 90 --needs $B/seam --needs $Q --out results.md -- \
+        $B/seam bench -m $Q -p 32,48,64,96,128,256,512 -n 0 -t "$J" -ngl 28 --gpu-prefill $mode -r 3 -o csv
+done
+step prefill-crossover --limit 10 --needs "$CHECK_LOGS/prefill-tokens.log" --needs "$CHECK_LOGS/prefill-gemm.log" \
+    --out results.md --show '^cuBLAS wins' -- \
+    bash bench/prefill-crossover.sh "$CHECK_LOGS/prefill-tokens.log" "$CHECK_LOGS/prefill-gemm.log"
 
 # ---------------------------------------------------------------- the workbench, the test suite
 step cuda-bench --limit 120 --needs $B/seam-cuda-bench --out results.md -- $B/seam-cuda-bench
@@ -156,6 +173,9 @@ mc mapped $M/small.gguf -ngl 2 --overflow mapped
 mc stream $M/small.gguf -ngl 2 --overflow stream
 mc moe $M/moe-small.gguf -ngl 2
 mc moe-mixed $M/moe-mixed.gguf -ngl 4
+# a prompt long enough for the GEMM path (auto from GPU_GEMM_MIN_BATCH tokens), every layer and the head on the GPU
+step memcheck-prefill-gemm --limit 120 --needs $B/seam --needs $M/small.gguf --show 'ERROR SUMMARY' -- \
+    "${memcheck[@]}" $B/seam bench -m $M/small.gguf -p 100 -n 0 -r 1 -ngl 6 --gpu-prefill gemm
 
 # ---------------------------------------------------------------- the offload curve
 # Decode speed by GPU layer count, a table per placement.
