@@ -16,12 +16,12 @@
 #
 # Limits it keeps: no step starts after DEADLINE seconds (480), and the one
 # running then is killed; each step has its own limit too. The order is by
-# value: the build, the CUDA kernels against the C reference, the GPU
-# prefill's GEMM path against its token path, the split on a synthetic
-# Qwen3-0.6B with its timelines, the prefill through both paths by prompt
-# length (where cuBLAS starts to win), the workbench, the whole test suite,
-# memcheck over short runs, the offload curve, memcheck over the kernels'
-# tests. The steps go on after a failure; the exit status is 1 when
+# value: the build, the CUDA kernels against the C reference, the golden
+# split with the GPU prefill's GEMM path against its token path, the split
+# on a synthetic Qwen3-0.6B with its timelines, its prefill through both
+# paths by prompt length (where cuBLAS starts to win), the workbench, the
+# whole test suite, memcheck over short runs, the offload curve, memcheck
+# over the kernels' tests. The steps go on after a failure; the exit status is 1 when
 # anything failed or the deadline cut the run short. On a machine without a
 # CUDA device it stops after describing the machine, says so, and exits 1.
 #
@@ -114,10 +114,10 @@ fi
 
 # ---------------------------------------------------------------- the kernels against the C reference
 step cuda-tests --limit 120 --needs $B/test_cuda --show '^\[FAIL\]|Synthesis' -- $B/test_cuda --verbose -j1
-# the GPU prefill through cuBLAS against token by token, each golden prompt's
-# last logits (the GEMM's kernels themselves are in cuda-tests above)
-step gpu-prefill-golden --limit 120 --needs $B/test_golden --show '^\[FAIL\]|x tolerance|Synthesis' -- \
-    $B/test_golden --verbose --filter 'golden/gpu_prefill_gemm' -j1
+# the split against llama.cpp's logits, and the GPU prefill through cuBLAS
+# against token by token at each split (the GEMM's kernels are in cuda-tests)
+step golden-split --limit 120 --needs $B/test_golden --show '^\[FAIL\]|GEMM prefill|Synthesis' -- \
+    $B/test_golden --verbose --filter 'golden/split' -j1
 
 # ---------------------------------------------------------------- the split
 # Synthetic models: a small dense one, two small MoE ones (moe-mixed's up

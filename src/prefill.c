@@ -1,12 +1,15 @@
-// prefill.c — a prompt through the CPU layers a batch of tokens at a time.
+// prefill.c — a prompt through the layers a batch of tokens at a time: the
+// GPU layers' part as matrix products (gpu_segment_prefill), the CPU
+// layers' here.
 //
 // Decode reads every weight once per token; a prompt's tokens can share that
 // read. Each layer's matrices meet all the batch's activations while a grab
 // of rows is in cache (cpu_matmul), and an MoE layer runs each expert once for
-// all the tokens that chose it. Every token's arithmetic is still exactly its
-// decode arithmetic -- the same dots, the same per-token norms, RoPE and
-// attention over the cache, the experts' outputs summed in each token's rank
-// order -- so the logits are the same bit for bit as token by token.
+// all the tokens that chose it. On the CPU every token's arithmetic is still
+// exactly its decode arithmetic -- the same dots, the same per-token norms,
+// RoPE and attention over the cache, the experts' outputs summed in each
+// token's rank order -- so the logits are the same bit for bit as token by
+// token.
 #include "prefill.h"
 
 #include <math.h>

@@ -336,10 +336,34 @@ ParameterizedTest(golden_case *gc, golden, logits) {
 // The split on a GPU: the same fixtures with layers 0..N-1 on the device for
 // N in {0, 1, L/2, L-1, L} (L with the head there too). The CUDA kernels sum
 // in their own order, so the logits are held to the golden tolerance, not to
-// bit equality; the prompt is teacher-forced as above.
+// bit equality; the prompt is teacher-forced as above. Then the prompt is
+// prefilled again with the GPU layers taking it as matrix products (f16
+// weights on cuBLAS, not the token path's int8 dots), and its last logits
+// are held to the token path's within the same tolerance.
 
 #ifdef SEAM_HAVE_CUDA
 #include "seam_cuda.h"
+
+// The logits (n_vocab, malloc'd) after prefilling fx's prompt under plan
+// through the GEMM path; NULL for MoE layers, which take no batch (checked).
+static float *gemm_prefill_logits(const seam_model *m, const fixture *fx, const seam_plan *plan, const char *what) {
+    seam_engine eng;
+    seam_error err = {{0}};
+    cr_assert(engine_init_kv(&eng, m, fx->n_tokens, fx->cache, &err) == 0 && engine_place(&eng, plan, true, &err) == 0,
+              "%s: %s", what, err.msg);
+    eng.gpu_prefill = GPU_PREFILL_GEMM;
+    cr_assert(fx->n_tokens >= 2 && fx->n_tokens <= SEAM_UBATCH, "%s: %d prompt tokens, want one batch of 2..%d", what,
+              fx->n_tokens, SEAM_UBATCH);
+    const bool gemm = gpu_segment_gemm(eng.gpu, eng.gpu_prefill, fx->n_tokens);
+    cr_assert(gemm == !m->cfg.n_expert, "%s: the GEMM path is %s", what, gemm ? "taken by MoE layers" : "not taken");
+    float *logits, *out = gemm ? malloc(sizeof(float) * (size_t)fx->n_vocab) : NULL;
+    if (gemm) {
+        cr_assert(engine_prefill(&eng, fx->tokens, fx->n_tokens, 0, &logits, &err) == 0, "%s: %s", what, err.msg);
+        memcpy(out, logits, sizeof(float) * (size_t)fx->n_vocab);
+    }
+    engine_free(&eng);
+    return out;
+}
 #endif
 
 ParameterizedTestParameters(golden, split) { return fixture_cases(); }
@@ -389,6 +413,19 @@ ParameterizedTest(golden_case *gc, golden, split) {
         }
         cr_log_info("%s, %d of %d layers on the GPU, overflow %s: worst position at %.3g x tolerance", name,
                     splits[si].n, L, plan_overflow_name[splits[si].overflow], worst);
+        char what[128];
+        snprintf(what, sizeof what, "%s, %d of %d layers on the GPU, overflow %s", name, splits[si].n, L,
+                 plan_overflow_name[splits[si].overflow]);
+        float *gemm = plan_gpu_computed_layers(&plan) > 0 ? gemm_prefill_logits(&m, &fx, &plan, what) : NULL;
+        if (gemm) {
+            const int last = fx.n_tokens - 1;
+            const double d = max_abs_diff(gemm, logits, fx.n_vocab);
+            cr_expect(d <= tolerance(fx.std[last]), "%s: the GEMM prefill's last logits: max |diff| %.4g from the "
+                      "token path's > tolerance %.3g", what, d, tolerance(fx.std[last]));
+            cr_log_info("%s: the GEMM prefill's last logits at %.3g x tolerance of the token path's", what,
+                        d / tolerance(fx.std[last]));
+            free(gemm);
+        }
         engine_free(&eng);
     }
     model_free(&m);
@@ -396,73 +433,3 @@ ParameterizedTest(golden_case *gc, golden, split) {
 #endif
 }
 
-// ---------------------------------------------------------------------------
-// The GPU prefill's two paths: each fixture's prompt prefilled through the
-// GPU layers as matrix products (f16 weights on cuBLAS) and token by token
-// (the path golden::split holds to llama.cpp), the last logits of the two
-// held to the golden tolerance of that position. All layers with the head
-// on the GPU, half with the rest on the CPU, half resident and the rest
-// streamed. MoE layers take no batch: for them the check is that the GEMM
-// path is not taken.
-
-#ifdef SEAM_HAVE_CUDA
-// The logits (n_vocab, malloc'd) after prefilling fx's prompt under plan
-// with mode.
-static float *prefill_logits(const seam_model *m, const fixture *fx, const seam_plan *plan, seam_gpu_prefill mode,
-                             const char *what) {
-    seam_engine eng;
-    seam_error err = {{0}};
-    cr_assert(engine_init_kv(&eng, m, fx->n_tokens, fx->cache, &err) == 0 && engine_place(&eng, plan, true, &err) == 0,
-              "%s: %s", what, err.msg);
-    eng.gpu_prefill = mode;
-    cr_assert(gpu_segment_gemm(eng.gpu, mode, fx->n_tokens) == (mode == GPU_PREFILL_GEMM && !m->cfg.n_expert),
-              "%s: the %s path is not the one taken", what, gpu_prefill_name[mode]);
-    float *logits, *out = malloc(sizeof(float) * (size_t)fx->n_vocab);
-    cr_assert(engine_prefill(&eng, fx->tokens, fx->n_tokens, 0, &logits, &err) == 0, "%s: %s", what, err.msg);
-    memcpy(out, logits, sizeof(float) * (size_t)fx->n_vocab);
-    engine_free(&eng);
-    return out;
-}
-#endif
-
-ParameterizedTestParameters(golden, gpu_prefill_gemm) { return fixture_cases(); }
-
-ParameterizedTest(golden_case *gc, golden, gpu_prefill_gemm) {
-#ifndef SEAM_HAVE_CUDA
-    cr_skip_test("skipped: no CUDA device (seam was built without CUDA)");
-#else
-    if (seam_cuda_device_count() == 0) cr_skip_test("skipped: no CUDA device");
-    const char *name = gc->name;
-    fixture fx;
-    load_fixture(name, &fx);
-    cr_assert(fx.n_tokens >= 2 && fx.n_tokens <= SEAM_UBATCH, "%s: %d prompt tokens, want one batch of 2..%d", name,
-              fx.n_tokens, SEAM_UBATCH);
-    seam_model m;
-    seam_error err = {{0}};
-    cr_assert(model_load(&m, model_file(name, &fx), &err) == 0, "%s: %s", name, err.msg);
-    const int L = m.cfg.n_layers, last = fx.n_tokens - 1;
-    const struct {
-        int n;
-        seam_overflow overflow;
-    } splits[] = {{L, OVERFLOW_CPU}, {L / 2, OVERFLOW_CPU}, {L / 2, OVERFLOW_STREAM}};
-    for (size_t si = 0; si < sizeof splits / sizeof *splits; si++) {
-        const seam_plan_request req = {.gpu_layers = splits[si].n, .head = -1, .overflow = splits[si].overflow,
-                                       .n_ctx = fx.n_tokens, .cache = fx.cache, .gpu_budget = UINT64_MAX / 2};
-        seam_plan plan;
-        cr_assert(plan_make(&plan, &m, &req, &err) == 0, "%s: %s", name, err.msg);
-        char what[128];
-        snprintf(what, sizeof what, "%s, %d of %d layers on the GPU, overflow %s", name, splits[si].n, L,
-                 plan_overflow_name[splits[si].overflow]);
-        float *tokens = prefill_logits(&m, &fx, &plan, GPU_PREFILL_TOKENS, what);
-        float *gemm = prefill_logits(&m, &fx, &plan, GPU_PREFILL_GEMM, what);
-        const double d = max_abs_diff(gemm, tokens, fx.n_vocab);
-        cr_expect(d <= tolerance(fx.std[last]), "%s: max |gemm - tokens| %.4g > tolerance %.3g", what, d,
-                  tolerance(fx.std[last]));
-        cr_log_info("%s: the GEMM prefill's last logits at %.3g x tolerance of the token path's", what,
-                    d / tolerance(fx.std[last]));
-        free(tokens), free(gemm);
-    }
-    model_free(&m);
-    free_fixture(&fx);
-#endif
-}
