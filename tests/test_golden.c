@@ -34,6 +34,13 @@
 
 #define GOLDEN_DIR SEAM_SOURCE_DIR "/tests/golden"
 #define REL_TOL 1e-2      // of the standard deviation of llama.cpp's logits at a position
+// The GPU prefill's GEMM path (f16 weights and activations, float sums)
+// against the token path: 1 std. No f16 GEMM reaches REL_TOL: emulated on the
+// CPU it lies 0.12-0.43 std from the exact path on every fixture, as far as
+// llama.cpp's own builds lie from each other
+// (bench/results/2026-12-02-gpu-prefill-f16-emulated.md); an indexing,
+// position or causality error moves the logits by several std.
+#define GEMM_REL_TOL 1.0
 
 extern char **environ;
 
@@ -339,7 +346,7 @@ ParameterizedTest(golden_case *gc, golden, logits) {
 // bit equality; the prompt is teacher-forced as above. Then the prompt is
 // prefilled again with the GPU layers taking it as matrix products (f16
 // weights on cuBLAS, not the token path's int8 dots), and its last logits
-// are held to the token path's within the same tolerance.
+// are held to the token path's within GEMM_REL_TOL.
 
 #ifdef SEAM_HAVE_CUDA
 #include "seam_cuda.h"
@@ -419,11 +426,11 @@ ParameterizedTest(golden_case *gc, golden, split) {
         float *gemm = plan_gpu_computed_layers(&plan) > 0 ? gemm_prefill_logits(&m, &fx, &plan, what) : NULL;
         if (gemm) {
             const int last = fx.n_tokens - 1;
-            const double d = max_abs_diff(gemm, logits, fx.n_vocab);
-            cr_expect(d <= tolerance(fx.std[last]), "%s: the GEMM prefill's last logits: max |diff| %.4g from the "
-                      "token path's > tolerance %.3g", what, d, tolerance(fx.std[last]));
-            cr_log_info("%s: the GEMM prefill's last logits at %.3g x tolerance of the token path's", what,
-                        d / tolerance(fx.std[last]));
+            const double d = max_abs_diff(gemm, logits, fx.n_vocab), tol = GEMM_REL_TOL * fx.std[last];
+            cr_expect(d <= tol, "%s: the GEMM prefill's last logits: max |diff| %.4g = %.3g std from the token path's "
+                      "> %.3g std", what, d, d / fx.std[last], GEMM_REL_TOL);
+            cr_log_info("%s: the GEMM prefill's last logits %.3g std (%.3g x the golden tolerance) from the token "
+                        "path's", what, d / fx.std[last], d / tolerance(fx.std[last]));
             free(gemm);
         }
         engine_free(&eng);
