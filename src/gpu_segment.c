@@ -131,9 +131,9 @@ struct gpu_segment {
     seam_cuda_graph *graph;   // the captured segment; NULL until the first token (or without graphs)
     gpu_layer *layers;        // [n_layers]
     seam_tensor output_norm, output;  // on the device when head
-    seam_cuda_step *step;     // device (SEAM_UBATCH): this token's position in step[0]; a prefill batch's, one a token
+    seam_cuda_step *step;     // device (SEAM_UBATCH): this token's position in step[0], or a batch's, one a token
     seam_cuda_step *step_host;  // pinned host copy, one H2D a token (or a batch)
-    float *x_pinned;          // (n_embd, or SEAM_UBATCH rows with a batched path) pinned: the hidden states crossing the bus
+    float *x_pinned;          // (n_embd; SEAM_UBATCH rows with a batched path) pinned: hidden states crossing the bus
     float *logits_dev;        // (n_vocab) when head
     float *logits_pinned;     // (n_vocab) pinned, when head: the logits crossing the bus, handed to the engine
     float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;  // device activations, shapes as engine.h's
