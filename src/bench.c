@@ -95,7 +95,7 @@ static void usage(FILE *f) {
             "  -o, --output FORMAT      md, json or csv [md]\n"
             "      --no-graph           launch the GPU layers op by op [one CUDA graph]\n"
             "      --gpu-prefill MODE   how a prompt's batches cross the GPU layers: gemm (dequantise to f16,\n"
-            "                           cuBLAS), tokens (one by one, as decode), or auto (gemm from %d tokens) [auto]\n"
+            "                           cuBLAS), tokens (one by one, as decode), or auto (gemm from %d tokens) [tokens]\n"
             "  -h, --help               this help\n"
             "\n"
             "LIST: values separated by commas, or a range first-last or first-last+step\n"

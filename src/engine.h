@@ -55,7 +55,7 @@ typedef struct {
     seam_pool *pool;  // the CPU layers' threads; NULL = the calling thread alone
     seam_state s;
     gpu_segment *gpu;        // layers 0..gpu_layers-1 (and maybe the head) on the GPU; NULL for none
-    seam_gpu_prefill gpu_prefill;  // how a prompt's batches cross the GPU layers (auto after engine_init)
+    seam_gpu_prefill gpu_prefill;  // how a prompt's batches cross the GPU layers (tokens after engine_init)
     int gpu_layers;
     bool head_on_gpu;
     seam_timeline timeline;  // every token's segments and crossings, in run order

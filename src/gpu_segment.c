@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const gpu_prefill_name[GPU_PREFILL_COUNT] = {"auto", "gemm", "tokens"};
+const char *const gpu_prefill_name[GPU_PREFILL_COUNT] = {"tokens", "gemm", "auto"};
 
 enum { PREFILL_BUFFERS = 10 };
 

@@ -42,8 +42,11 @@ int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_
 // matrix products (each weight matrix dequantised to f16 once a batch, one
 // cuBLAS GEMM for all its tokens), or token by token as decode runs them.
 // auto takes the GEMM for a batch of at least GPU_GEMM_MIN_BATCH tokens.
-typedef enum { GPU_PREFILL_AUTO, GPU_PREFILL_GEMM, GPU_PREFILL_TOKENS, GPU_PREFILL_COUNT } seam_gpu_prefill;
-extern const char *const gpu_prefill_name[GPU_PREFILL_COUNT];  // "auto", "gemm", "tokens"
+// tokens is the default: the GEMM's f16 products lie outside the golden
+// tolerance of the token path (README, "GPU"), and whether and from where
+// it is faster is unmeasured until a device runs bench/gpu-check.sh.
+typedef enum { GPU_PREFILL_TOKENS, GPU_PREFILL_GEMM, GPU_PREFILL_AUTO, GPU_PREFILL_COUNT } seam_gpu_prefill;
+extern const char *const gpu_prefill_name[GPU_PREFILL_COUNT];  // "tokens", "gemm", "auto"
 
 // Provisional, until a device measures it (bench/gpu-check.sh's pp32..pp512
 // through both paths): llama.cpp's batch from which ggml-cuda takes
