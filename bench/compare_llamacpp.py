@@ -173,9 +173,11 @@ for depth in depths:
     L.llama_memory_seq_rm(mem, 0, depth, -1)
 """
 
-# llama.cpp's KV state of one sequence, as llama_state_seq_get_data writes it (llama_kv_cache::state_write,
-# state_write_meta and state_write_data in src/llama-kv-cache.cpp), for a cache of one stream whose cells carry
-# no extension (no M-RoPE, no per-layer embeddings: the models here). Little-endian:
+# llama.cpp's KV state of one sequence, as llama_state_seq_get_data writes it (llama_context::state_seq_get_data
+# in src/llama-context.cpp, then llama_kv_cache::state_write, state_write_meta and state_write_data in
+# src/llama-kv-cache.cpp), for a cache of one stream whose cells carry no extension (no M-RoPE, no per-layer
+# embeddings: the models here). Little-endian:
+#   u32 magic (0xaf143cd8); i32 seq_id
 #   u32 n_stream (1); u32 n_cells
 #   n_cells x {i32 pos; u32 n_seq_id (1); i32 seq_id}       the cells' metadata, kept as it is
 #   u32 v_trans; u32 n_layer
@@ -183,7 +185,7 @@ for depth in depths:
 #   v_trans 0: n_layer x {i32 v_type; u64 v_row_bytes; [n_cells][v_row_bytes] values}
 #   v_trans 1: n_layer x {i32 v_type; u32 v_elem_bytes; u32 n_embd_v; [n_embd_v][n_cells] values}
 # (the layout without flash attention: V transposed, a row per value dimension)
-GGML_F16, GGML_Q8_0 = 1, 8
+STATE_SEQ_MAGIC, GGML_F16, GGML_Q8_0 = 0xaf143cd8, 1, 8
 Q8_0_BLOCK = np.dtype([("d", "<f2"), ("qs", "i1", 32)])  # 34 bytes: the scale, 32 quants
 
 
@@ -222,7 +224,9 @@ def convert_kv_state(blob, cache):
         at += n_rows * row_bytes
         return a
 
-    n_stream, n_cells = take("II")
+    magic, seq_id, n_stream, n_cells = take("IiII")
+    if magic != STATE_SEQ_MAGIC:
+        raise ValueError(f"KV state: magic {magic:#x}, {STATE_SEQ_MAGIC:#x} expected")
     if n_stream != 1:
         raise ValueError(f"KV state: {n_stream} streams, one expected")
     if n_cells == 0 and len(buf) == at:  # an empty cache: no layers written
@@ -232,7 +236,7 @@ def convert_kv_state(blob, cache):
         raise ValueError("KV state: a cell without exactly one sequence (or with an extension)")
     at += meta.nbytes
     v_trans, n_layer = take("II")
-    out = bytearray(struct.pack("<II", n_stream, n_cells)) + meta.tobytes() + struct.pack("<II", 0, n_layer)
+    out = bytearray(struct.pack("<IiII", magic, seq_id, n_stream, n_cells)) + meta.tobytes() + struct.pack("<II", 0, n_layer)
 
     def put(a):  # [n_cells][n_embd] f16 -> this type's rows, with their header, a layer at a time (a 32K state is GiBs)
         if cache == "q8_0":
@@ -269,8 +273,8 @@ def convert_kv_state(blob, cache):
 # One llama.cpp process on snapshots: `python -c LLAMA_SNAPSHOT_RUNNER MODEL THREADS REPACK FA CACHE MODE DIR
 # DEPTHS [TG REPS]`. MODE fill: fills to each depth as LLAMA_DEPTH_RUNNER does and writes DIR/depth-D.kvstate;
 # run: per depth, a cleared cache loads the converted state and decodes as LLAMA_DEPTH_RUNNER does ("tg D tok/s",
-# "rss D bytes"); check: per depth, fills it, decodes one token, then loads the converted state and decodes the same
-# token: "check D max_abs_diff max_abs_logit same_argmax".
+# "rss D bytes"); check: per depth, fills it and decodes one token, then loads the converted state and decodes the
+# same token, writing both logits to DIR/check-D-FA-CACHE-{own,loaded}.f32.
 LLAMA_SNAPSHOT_RUNNER = LLAMA_SETUP + f"sys.path.insert(0, {HERE!r})\n" + r"""
 import ctypes, mmap, os
 import numpy as np
@@ -319,9 +323,8 @@ for depth in depths:
         own = logits()
         load(depth)
         decode([100], depth)
-        got = logits()
-        print(f"check {depth} {np.abs(got - own).max():.6g} {np.abs(own).max():.6g} {int(got.argmax() == own.argmax())}",
-              flush=True)
+        for name, x in (("own", own), ("loaded", logits())):
+            x.astype(np.float32).tofile(os.path.join(snap_dir, f"check-{depth}-{int(fa)}-{cache}-{name}.f32"))
     else:
         if depth:
             load(depth)
@@ -481,7 +484,8 @@ def depth_sweep(a):
 
 def snapshots(a):
     """--snapshot-fill: llama.cpp's states at the depths, from one fill in its fast configuration; --snapshot-check:
-    what loading them converted changes in the next token's logits, per cache type and configuration."""
+    what loading them converted changes in the next token's logits, per cache type and configuration, beside how
+    far that configuration's own fill already is from the fill configuration's (its attention's arithmetic)."""
     depths = ",".join(str(d) for d in sorted(int(x) for x in a.depths.split(",")))
     if a.snapshot_fill:
         os.makedirs(a.snapshot_fill, exist_ok=True)
@@ -494,13 +498,22 @@ def snapshots(a):
         rc, out = llama_process(LLAMA_SNAPSHOT_RUNNER, engine, a.model, a.threads, cache, args, timeout=6 * 3600)
         if rc:
             raise RuntimeError(f"{engine} {args[0]} failed ({rc}):\n{out[-2000:]}")
-        for kind, depth, *vals in (l.split() for l in out.splitlines() if l.startswith(("state ", "check "))):
-            if kind == "state":
-                print(f"{engine} {cache}: state at depth {depth}: {int(vals[0]) / 2**20:.1f} MiB", flush=True)
-            else:
-                print(f"{engine} {cache}: depth {depth}: next token's logits after the loaded state against its own "
-                      f"fill: max |diff| {vals[0]} (max |logit| {vals[1]}), same argmax: {vals[2] == '1'}", flush=True)
+        for depth, n in re.findall(r"^state (\d+) (\d+)$", out, re.M):
+            print(f"{engine} {cache}: state at depth {depth}: {int(n) / 2**20:.1f} MiB", flush=True)
         print(f"({engine}, {cache}, {args[0]}: {time.time() - started:.0f} s)", flush=True)
+    if a.snapshot_check:
+        def logits(depth, fa, cache, name):
+            return np.fromfile(os.path.join(a.snapshot_check, f"check-{depth}-{fa}-{cache}-{name}.f32"), np.float32)
+        for depth in depths.split(","):
+            ref = logits(depth, 0, "f16", "own")  # the fill configuration's own logits
+            for engine, cache, _ in jobs:
+                fa = int(LLAMA_CONFIGS[engine][1])
+                own, got = logits(depth, fa, cache, "own"), logits(depth, fa, cache, "loaded")
+                print(f"check depth {depth}, {engine} {cache}: next token's logits, loaded state against own fill: "
+                      f"max |diff| {np.abs(got - own).max():.4g}, rms {np.sqrt(np.mean((got - own) ** 2)):.4g}, "
+                      f"same argmax {got.argmax() == own.argmax()}; own fill against llama:repack f16's: max |diff| "
+                      f"{np.abs(own - ref).max():.4g}, rms {np.sqrt(np.mean((own - ref) ** 2)):.4g} "
+                      f"(max |logit| {np.abs(own).max():.4g})", flush=True)
 
 
 def depth_report(raw_paths):

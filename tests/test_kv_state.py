@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-from compare_llamacpp import GGML_F16, GGML_Q8_0, convert_kv_state  # noqa: E402
+from compare_llamacpp import GGML_F16, GGML_Q8_0, STATE_SEQ_MAGIC, convert_kv_state  # noqa: E402
 
 N_CELLS, N_EMBD, N_LAYER = 3, 64, 2  # 64 = two q8_0 blocks a row
 
@@ -20,7 +20,7 @@ N_CELLS, N_EMBD, N_LAYER = 3, 64, 2  # 64 = two q8_0 blocks a row
 def state(ks, vs, v_trans, n_stream=1):
     """A state as llama_state_seq_get_data writes it: ks, vs [layer][cell][embd] f16 (V written transposed when
     v_trans), cells at positions 10, 11, 12 of sequence 0."""
-    b = struct.pack("<II", n_stream, N_CELLS)
+    b = struct.pack("<IiII", STATE_SEQ_MAGIC, 0, n_stream, N_CELLS)
     b += b"".join(struct.pack("<iIi", 10 + c, 1, 0) for c in range(N_CELLS))
     b += struct.pack("<II", v_trans, N_LAYER)
     for k in ks:
@@ -35,7 +35,7 @@ def state(ks, vs, v_trans, n_stream=1):
 
 def parse(blob, row_bytes):
     """(metadata bytes, v_trans, [layer] K rows, [layer] V rows) of an untransposed state, rows as raw bytes."""
-    meta_end = 8 + 12 * N_CELLS
+    meta_end = 16 + 12 * N_CELLS
     v_trans, n_layer = struct.unpack_from("<II", blob, meta_end)
     at, parts = meta_end + 8, []
     for _ in range(2 * n_layer):
@@ -89,10 +89,11 @@ def main():
         # half a step, plus the f16 scale's rounding (2^-11 relative) times up to 127 steps
         check((err <= scale * (0.5 + 127 * 2**-11) + 1e-7).all(), f"q8_0 {name}: off by more than half a step")
 
-    empty = struct.pack("<II", 1, 0)
+    empty = struct.pack("<IiII", STATE_SEQ_MAGIC, 0, 1, 0)
     check(convert_kv_state(empty, "q8_0") == empty, "an empty state not returned as it is")
 
-    for bad, what in [(trans[:-5], "truncated"), (trans + b"\0", "trailing byte"), (state(ks, vs, 1, 2), "2 streams")]:
+    for bad, what in [(trans[:-5], "truncated"), (trans + b"\0", "trailing byte"), (state(ks, vs, 1, 2), "2 streams"),
+                      (b"\0" + trans[1:], "bad magic")]:
         try:
             convert_kv_state(bad, "q8_0")
             failures.append(f"a {what} state accepted")
