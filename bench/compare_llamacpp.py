@@ -202,10 +202,32 @@ def quantize_q8_0(rows):
     return out
 
 
-def convert_kv_state(blob, cache):
+def kv_rotation(head_k, head_v):
+    """The Walsh-Hadamard blocks (keys, values) in which llama.cpp turns a quantised cache's rows
+    (llama_kv_cache's attn_rot_k/attn_rot_v, build_input_k_rot/build_input_v_rot; 0: none): keys in the largest
+    power of two from 64 up that divides a head, values in 64s, for heads a multiple of 64, unless
+    LLAMA_ATTN_ROT_DISABLE is set."""
+    if int(os.environ.get("LLAMA_ATTN_ROT_DISABLE", "0") or 0):
+        return 0, 0
+    rot_k = 64 if head_k % 64 == 0 else 0
+    while rot_k and head_k % (2 * rot_k) == 0:
+        rot_k *= 2
+    return rot_k, 64 if head_v % 64 == 0 else 0
+
+
+def hadamard(n):
+    """The orthonormal n x n Walsh-Hadamard matrix (Sylvester's order, as ggml_gen_hadamard builds it; symmetric)."""
+    h = np.ones((1, 1), np.float32)
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return h / np.float32(np.sqrt(n))
+
+
+def convert_kv_state(blob, cache, rot=(0, 0)):
     """llama.cpp's state of one sequence with an f16 cache (either V layout) -> the same cells in flash attention's
     layout (V untransposed) with K and V of type `cache` (f16 or q8_0): a bytearray for llama_state_seq_set_data
-    (blob: any buffer, e.g. an mmap of the saved state). Raises
+    (blob: any buffer, e.g. an mmap of the saved state). rot: kv_rotation's blocks, applied before quantising to
+    q8_0 (a quantised cache holds turned rows; the queries and the attention's output are turned to match). Raises
     ValueError on a state it does not know (several streams, cell extensions, another type, trailing bytes)."""
     buf = memoryview(blob)
     at = 0
@@ -238,8 +260,10 @@ def convert_kv_state(blob, cache):
     v_trans, n_layer = take("II")
     out = bytearray(struct.pack("<IiII", magic, seq_id, n_stream, n_cells)) + meta.tobytes() + struct.pack("<II", 0, n_layer)
 
-    def put(a):  # [n_cells][n_embd] f16 -> this type's rows, with their header, a layer at a time (a 32K state is GiBs)
+    def put(a, block):  # [n_cells][n_embd] f16 -> this type's rows, with their header, a layer at a time (GiBs at 32K)
         if cache == "q8_0":
+            if block:
+                a = (a.astype(np.float32).reshape(a.shape[0], -1, block) @ hadamard(block)).reshape(a.shape[0], -1)
             q = quantize_q8_0(a)
             out.extend(struct.pack("<iQ", GGML_Q8_0, q.shape[1] * Q8_0_BLOCK.itemsize))
             out.extend(q.tobytes())
@@ -253,18 +277,18 @@ def convert_kv_state(blob, cache):
         k_type, k_row = take("iQ")
         if k_type != GGML_F16:
             raise ValueError(f"KV state: K of ggml type {k_type}, f16 expected")
-        put(rows(n_cells, k_row))
+        put(rows(n_cells, k_row), rot[0])
     for _ in range(n_layer):
         if v_trans:
             v_type, v_el, n_embd_v = take("iII")
             if v_type != GGML_F16 or v_el != 2:
                 raise ValueError(f"KV state: V of ggml type {v_type}, f16 expected")
-            put(rows(n_embd_v, 2 * n_cells).T)
+            put(rows(n_embd_v, 2 * n_cells).T, rot[1])
         else:
             v_type, v_row = take("iQ")
             if v_type != GGML_F16:
                 raise ValueError(f"KV state: V of ggml type {v_type}, f16 expected")
-            put(rows(n_cells, v_row))
+            put(rows(n_cells, v_row), rot[1])
     if at != len(buf):
         raise ValueError(f"KV state: {len(buf) - at} bytes left over")
     return out
@@ -278,7 +302,7 @@ def convert_kv_state(blob, cache):
 LLAMA_SNAPSHOT_RUNNER = LLAMA_SETUP + f"sys.path.insert(0, {HERE!r})\n" + r"""
 import ctypes, mmap, os
 import numpy as np
-from compare_llamacpp import convert_kv_state
+from compare_llamacpp import convert_kv_state, kv_rotation
 mode, snap_dir, depths = sys.argv[6], sys.argv[7], sorted(int(d) for d in sys.argv[8].split(","))
 tg, reps = (int(sys.argv[9]), int(sys.argv[10])) if mode == "run" else (1, 0)
 def rss():
@@ -288,6 +312,13 @@ base = rss()
 setup(depths[-1] + (reps + 1) * tg + 16, 512, 512)
 n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
 path = lambda depth: os.path.join(snap_dir, f"depth-{depth}.kvstate")
+def meta(key):
+    buf = ctypes.create_string_buffer(64)
+    arch = ctypes.create_string_buffer(64)
+    L.llama_model_meta_val_str(model, b"general.architecture", arch, 64)
+    n = L.llama_model_meta_val_str(model, arch.value + b".attention." + key, buf, 64)
+    return int(buf.value) if n > 0 else L.llama_model_n_embd(model) // L.llama_model_n_head(model)
+rot = kv_rotation(meta(b"key_length"), meta(b"value_length")) if cache != "f16" else (0, 0)
 def fill(start, depth):
     for p in range(start, depth, 512):
         n = min(512, depth - p)
@@ -296,7 +327,7 @@ def load(depth):
     # the state as saved (the fill's layout: f16, V transposed) without flash attention, else converted to its layout
     L.llama_memory_clear(mem, True)
     with open(path(depth), "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as saved:
-        state = convert_kv_state(saved, cache) if fa else bytearray(saved)
+        state = convert_kv_state(saved, cache, rot) if fa else bytearray(saved)
     if L.llama_state_seq_set_data(ctx, (ctypes.c_uint8 * len(state)).from_buffer(state), len(state), 0) != len(state):
         sys.exit(f"llama_state_seq_set_data refused {path(depth)}")
 def logits():

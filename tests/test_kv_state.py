@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-from compare_llamacpp import GGML_F16, GGML_Q8_0, STATE_SEQ_MAGIC, convert_kv_state  # noqa: E402
+from compare_llamacpp import GGML_F16, GGML_Q8_0, STATE_SEQ_MAGIC, convert_kv_state, hadamard, kv_rotation  # noqa: E402
 
 N_CELLS, N_EMBD, N_LAYER = 3, 64, 2  # 64 = two q8_0 blocks a row
 
@@ -88,6 +88,18 @@ def main():
         err = np.abs(dequant_q8_0(raw).reshape(N_CELLS, -1, 32) - x.reshape(N_CELLS, -1, 32))
         # half a step, plus the f16 scale's rounding (2^-11 relative) times up to 127 steps
         check((err <= scale * (0.5 + 127 * 2**-11) + 1e-7).all(), f"q8_0 {name}: off by more than half a step")
+
+    # a quantised cache holds rows turned by llama.cpp's Walsh-Hadamard blocks: the conversion turns them first
+    h = hadamard(64)
+    check(np.abs(h @ h - np.eye(64)).max() < 1e-6 and (np.abs(h) == np.float32(1 / 8)).all(), "hadamard(64) not orthonormal")
+    check([kv_rotation(128, 128), kv_rotation(256, 256), kv_rotation(32, 32)] == [(128, 64), (256, 64), (0, 0)],
+          "kv_rotation: not llama.cpp's blocks")
+    _, _, k_rot, v_rot = parse(bytes(convert_kv_state(trans, "q8_0", (64, 32))), N_EMBD // 32 * 34)
+    for name, (_, raw), x in [("K", k_rot[0], ks[0].astype(np.float32) @ h),
+                              ("V", v_rot[0], (vs[0].astype(np.float32).reshape(N_CELLS, 2, 32) @ hadamard(32)).reshape(N_CELLS, N_EMBD))]:
+        step = np.abs(x.reshape(N_CELLS, -1, 32)).max(axis=2, keepdims=True) / 127
+        err = np.abs(dequant_q8_0(raw).reshape(N_CELLS, -1, 32) - x.reshape(N_CELLS, -1, 32))
+        check((err <= step * (0.5 + 127 * 2**-11) + 1e-6).all(), f"q8_0 {name} turned: not the turned rows")
 
     empty = struct.pack("<IiII", STATE_SEQ_MAGIC, 0, 1, 0)
     check(convert_kv_state(empty, "q8_0") == empty, "an empty state not returned as it is")
