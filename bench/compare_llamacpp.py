@@ -117,6 +117,27 @@ def decode(tokens, pos0):
         batch.logits[i] = i == len(tokens) - 1
     if L.llama_decode(ctx, batch) != 0:
         sys.exit("llama_decode failed")
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+base = rss()
+# the depth runners' parts (they set n_vocab, tg and reps): the prompt filling positions start..depth-1 in 512-token
+# batches, and tg decodes at depth, once to warm up and then reps times, printing "tg DEPTH tok/s" per measured run
+# and "rss DEPTH bytes" (the resident set's growth since before the model was loaded)
+def fill(start, depth):
+    for p in range(start, depth, 512):
+        n = min(512, depth - p)
+        decode([(1 + p + i) % n_vocab for i in range(n)], p)
+def measure(depth):
+    pos = depth
+    for r in range(reps + 1):
+        t = time.perf_counter()
+        for i in range(tg):
+            decode([(100 + i) % n_vocab], pos + i)
+        if r:
+            print(f"tg {depth} {tg / (time.perf_counter() - t):.4f}", flush=True)
+        pos += tg
+    print(f"rss {depth} {rss() - base}", flush=True)
 """
 
 # pp/tg: `python -c LLAMA_RUNNER MODEL THREADS REPACK FA f16 TG PP` prints
@@ -148,28 +169,13 @@ if pp:
 # depth.
 LLAMA_DEPTH_RUNNER = LLAMA_SETUP + r"""
 tg, reps, depths = int(sys.argv[6]), int(sys.argv[7]), sorted(int(d) for d in sys.argv[8].split(","))
-def rss():
-    with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
-base = rss()
-n_batch = 512
-setup(depths[-1] + (reps + 1) * tg + 16, n_batch, n_batch)
+setup(depths[-1] + (reps + 1) * tg + 16, 512, 512)
 n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
 filled = 0
 for depth in depths:
-    while filled < depth:
-        n = min(n_batch, depth - filled)
-        decode([(1 + filled + i) % n_vocab for i in range(n)], filled)
-        filled += n
-    pos = depth
-    for r in range(reps + 1):  # r = 0: the warm-up
-        t = time.perf_counter()
-        for i in range(tg):
-            decode([(100 + i) % n_vocab], pos + i)
-        if r:
-            print(f"tg {depth} {tg / (time.perf_counter() - t):.4f}", flush=True)
-        pos += tg
-    print(f"rss {depth} {rss() - base}", flush=True)
+    fill(filled, depth)
+    filled = depth
+    measure(depth)
     L.llama_memory_seq_rm(mem, 0, depth, -1)
 """
 
@@ -305,10 +311,6 @@ import numpy as np
 from compare_llamacpp import convert_kv_state, kv_rotation
 mode, snap_dir, depths = sys.argv[6], sys.argv[7], sorted(int(d) for d in sys.argv[8].split(","))
 tg, reps = (int(sys.argv[9]), int(sys.argv[10])) if mode == "run" else (1, 0)
-def rss():
-    with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
-base = rss()
 setup(depths[-1] + (reps + 1) * tg + 16, 512, 512)
 n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
 path = lambda depth: os.path.join(snap_dir, f"depth-{depth}.kvstate")
@@ -319,10 +321,6 @@ def meta(key):
     n = L.llama_model_meta_val_str(model, arch.value + b".attention." + key, buf, 64)
     return int(buf.value) if n > 0 else L.llama_model_n_embd(model) // L.llama_model_n_head(model)
 rot = kv_rotation(meta(b"key_length"), meta(b"value_length")) if cache != "f16" else (0, 0)
-def fill(start, depth):
-    for p in range(start, depth, 512):
-        n = min(512, depth - p)
-        decode([(1 + p + i) % n_vocab for i in range(n)], p)
 def load(depth):
     # the state as saved (the fill's layout: f16, V transposed) without flash attention, else converted to its layout
     L.llama_memory_clear(mem, True)
@@ -359,15 +357,7 @@ for depth in depths:
     else:
         if depth:
             load(depth)
-        pos = depth
-        for r in range(reps + 1):  # r = 0: the warm-up
-            t = time.perf_counter()
-            for i in range(tg):
-                decode([(100 + i) % n_vocab], pos + i)
-            if r:
-                print(f"tg {depth} {tg / (time.perf_counter() - t):.4f}", flush=True)
-            pos += tg
-        print(f"rss {depth} {rss() - base}", flush=True)
+        measure(depth)
 """
 
 
@@ -583,7 +573,7 @@ def depth_report(raw_paths):
                 runs = " | ".join(f"{medians[e]:.2f} ({' '.join(f'{x:.1f}' for x in at[e]['samples'])})"
                                   if e in at else "-" for e in engines)
                 vs = (f"{ratio:.2f}x ({best.split(':')[1]}"
-                      + (", from a snapshot" if at[best].get("fill") == "snapshot" else "") + ")") if best else "-"
+                      + (", from a snapshot" if depth and at[best].get("fill") == "snapshot" else "") + ")") if best else "-"
                 lines.append(f"| {depth} | {w / 2**20:.1f} | {kv / 2**20:.1f} | {runs} | {vs} | {gbs:.1f} | {mem} | {lmem} |")
             lines.append("")
     return "\n".join(lines)
