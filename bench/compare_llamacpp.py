@@ -48,6 +48,26 @@ RAW (one JSON object a line: engine, cache, depth, tok/s samples, the KV
 bytes one token reads, the resident set), so a long sweep runs as several
 short calls; --report turns the records into tables (medians, seam against
 llama.cpp's best configuration at each depth).
+
+llama.cpp's fill with flash attention is its slow path (hours to 32K on the
+Qwen3-0.6B shape with a q8_0 cache), so its side of a sweep can fill once
+instead (--llama-fill snapshot):
+
+  compare_llamacpp.py MODEL --depths D,... --snapshot-fill DIR
+  compare_llamacpp.py MODEL --depths D --snapshot-check DIR [--cache-types ...]
+  compare_llamacpp.py MODEL --depths D,... --llama-fill snapshot --snapshot-dir DIR
+      --engines llama:repack,llama:repack+fa --cache-types f16,q8_0 --raw RAW.jsonl
+
+--snapshot-fill fills one cache in llama.cpp's fast configuration (repacked
+weights, f16, flash attention off, 512-token batches of the prompt tokens the
+sweep uses) and writes the sequence's state at each depth to
+DIR/depth-D.kvstate (llama_state_seq_get_data). With --llama-fill snapshot
+each llama.cpp configuration then makes a fresh context per depth, loads that
+state converted to its own layout (convert_kv_state: flash attention keeps V
+untransposed, and a q8_0 cache quantises each row by ggml's q8_0 rule) and
+decodes as above. --snapshot-check D measures what the conversion changes:
+each configuration fills D tokens itself, decodes one more and compares the
+logits with those after loading DIR's converted depth-D state.
 """
 import argparse
 import datetime
@@ -56,9 +76,12 @@ import os
 import re
 import shlex
 import statistics
+import struct
 import subprocess
 import sys
 import time
+
+import numpy as np
 
 import seam_json
 
@@ -94,6 +117,27 @@ def decode(tokens, pos0):
         batch.logits[i] = i == len(tokens) - 1
     if L.llama_decode(ctx, batch) != 0:
         sys.exit("llama_decode failed")
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+base = rss()
+# the depth runners' parts (they set n_vocab, tg and reps): the prompt filling positions start..depth-1 in 512-token
+# batches, and tg decodes at depth, once to warm up and then reps times, printing "tg DEPTH tok/s" per measured run
+# and "rss DEPTH bytes" (the resident set's growth since before the model was loaded)
+def fill(start, depth):
+    for p in range(start, depth, 512):
+        n = min(512, depth - p)
+        decode([(1 + p + i) % n_vocab for i in range(n)], p)
+def measure(depth):
+    pos = depth
+    for r in range(reps + 1):
+        t = time.perf_counter()
+        for i in range(tg):
+            decode([(100 + i) % n_vocab], pos + i)
+        if r:
+            print(f"tg {depth} {tg / (time.perf_counter() - t):.4f}", flush=True)
+        pos += tg
+    print(f"rss {depth} {rss() - base}", flush=True)
 """
 
 # pp/tg: `python -c LLAMA_RUNNER MODEL THREADS REPACK FA f16 TG PP` prints
@@ -125,29 +169,195 @@ if pp:
 # depth.
 LLAMA_DEPTH_RUNNER = LLAMA_SETUP + r"""
 tg, reps, depths = int(sys.argv[6]), int(sys.argv[7]), sorted(int(d) for d in sys.argv[8].split(","))
-def rss():
-    with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
-base = rss()
-n_batch = 512
-setup(depths[-1] + (reps + 1) * tg + 16, n_batch, n_batch)
+setup(depths[-1] + (reps + 1) * tg + 16, 512, 512)
 n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
 filled = 0
 for depth in depths:
-    while filled < depth:
-        n = min(n_batch, depth - filled)
-        decode([(1 + filled + i) % n_vocab for i in range(n)], filled)
-        filled += n
-    pos = depth
-    for r in range(reps + 1):  # r = 0: the warm-up
-        t = time.perf_counter()
-        for i in range(tg):
-            decode([(100 + i) % n_vocab], pos + i)
-        if r:
-            print(f"tg {depth} {tg / (time.perf_counter() - t):.4f}", flush=True)
-        pos += tg
-    print(f"rss {depth} {rss() - base}", flush=True)
+    fill(filled, depth)
+    filled = depth
+    measure(depth)
     L.llama_memory_seq_rm(mem, 0, depth, -1)
+"""
+
+# llama.cpp's KV state of one sequence, as llama_state_seq_get_data writes it (llama_context::state_seq_get_data
+# in src/llama-context.cpp, then llama_kv_cache::state_write, state_write_meta and state_write_data in
+# src/llama-kv-cache.cpp), for a cache of one stream whose cells carry no extension (no M-RoPE, no per-layer
+# embeddings: the models here). Little-endian:
+#   u32 magic (0xaf143cd8); i32 seq_id
+#   u32 n_stream (1); u32 n_cells
+#   n_cells x {i32 pos; u32 n_seq_id (1); i32 seq_id}       the cells' metadata, kept as it is
+#   u32 v_trans; u32 n_layer
+#   n_layer x {i32 k_type; u64 k_row_bytes; [n_cells][k_row_bytes] keys}
+#   v_trans 0: n_layer x {i32 v_type; u64 v_row_bytes; [n_cells][v_row_bytes] values}
+#   v_trans 1: n_layer x {i32 v_type; u32 v_elem_bytes; u32 n_embd_v; [n_embd_v][n_cells] values}
+# (the layout without flash attention: V transposed, a row per value dimension)
+STATE_SEQ_MAGIC, GGML_F16, GGML_Q8_0 = 0xaf143cd8, 1, 8
+Q8_0_BLOCK = np.dtype([("d", "<f2"), ("qs", "i1", 32)])  # 34 bytes: the scale, 32 quants
+
+
+def quantize_q8_0(rows):
+    """[n][k] float rows (k a multiple of 32) -> [n][k / 32] q8_0 blocks, by ggml's rule on the x86 CPU path
+    that fills a q8_0 cache (quantize_row_q8_0): per 32 values d = amax / 127 stored as f16, q = x * (127 / amax)
+    rounded to nearest even."""
+    x = rows.astype(np.float32).reshape(rows.shape[0], -1, 32)
+    amax = np.abs(x).max(axis=2)
+    inv = np.divide(np.float32(127), amax, out=np.zeros_like(amax), where=amax != 0)
+    out = np.empty(amax.shape, Q8_0_BLOCK)
+    out["d"] = (amax / np.float32(127)).astype(np.float16)
+    out["qs"] = np.rint(x * inv[:, :, None]).astype(np.int8)
+    return out
+
+
+def kv_rotation(head_k, head_v):
+    """The Walsh-Hadamard blocks (keys, values) in which llama.cpp turns a quantised cache's rows
+    (llama_kv_cache's attn_rot_k/attn_rot_v, build_input_k_rot/build_input_v_rot; 0: none): keys in the largest
+    power of two from 64 up that divides a head, values in 64s, for heads a multiple of 64, unless
+    LLAMA_ATTN_ROT_DISABLE is set."""
+    if int(os.environ.get("LLAMA_ATTN_ROT_DISABLE", "0") or 0):
+        return 0, 0
+    rot_k = 64 if head_k % 64 == 0 else 0
+    while rot_k and head_k % (2 * rot_k) == 0:
+        rot_k *= 2
+    return rot_k, 64 if head_v % 64 == 0 else 0
+
+
+def hadamard(n):
+    """The orthonormal n x n Walsh-Hadamard matrix (Sylvester's order, as ggml_gen_hadamard builds it; symmetric)."""
+    h = np.ones((1, 1), np.float32)
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return h / np.float32(np.sqrt(n))
+
+
+def convert_kv_state(blob, cache, rot=(0, 0)):
+    """llama.cpp's state of one sequence with an f16 cache (either V layout) -> the same cells in flash attention's
+    layout (V untransposed) with K and V of type `cache` (f16 or q8_0): a bytearray for llama_state_seq_set_data
+    (blob: any buffer, e.g. an mmap of the saved state). rot: kv_rotation's blocks, applied before quantising to
+    q8_0 (a quantised cache holds turned rows; the queries and the attention's output are turned to match). Raises
+    ValueError on a state it does not know (several streams, cell extensions, another type, trailing bytes)."""
+    buf = memoryview(blob)
+    at = 0
+
+    def take(fmt):
+        nonlocal at
+        vals = struct.unpack_from("<" + fmt, buf, at)
+        at += struct.calcsize("<" + fmt)
+        return vals
+
+    def rows(n_rows, row_bytes):
+        nonlocal at
+        if at + n_rows * row_bytes > len(buf):
+            raise ValueError("KV state: truncated")
+        a = np.frombuffer(buf, np.float16, n_rows * row_bytes // 2, at).reshape(n_rows, row_bytes // 2)
+        at += n_rows * row_bytes
+        return a
+
+    magic, seq_id, n_stream, n_cells = take("IiII")
+    if magic != STATE_SEQ_MAGIC:
+        raise ValueError(f"KV state: magic {magic:#x}, {STATE_SEQ_MAGIC:#x} expected")
+    if n_stream != 1:
+        raise ValueError(f"KV state: {n_stream} streams, one expected")
+    if n_cells == 0 and len(buf) == at:  # an empty cache: no layers written
+        return bytearray(buf)
+    meta = np.frombuffer(buf, np.int32, 3 * n_cells, at).reshape(n_cells, 3)  # pos, n_seq_id, seq_id
+    if n_cells and (meta[:, 1] != 1).any():
+        raise ValueError("KV state: a cell without exactly one sequence (or with an extension)")
+    at += meta.nbytes
+    v_trans, n_layer = take("II")
+    out = bytearray(struct.pack("<IiII", magic, seq_id, n_stream, n_cells)) + meta.tobytes() + struct.pack("<II", 0, n_layer)
+
+    def put(a, block):  # [n_cells][n_embd] f16 -> this type's rows, with their header, a layer at a time (GiBs at 32K)
+        if cache == "q8_0":
+            if block:
+                a = (a.astype(np.float32).reshape(a.shape[0], -1, block) @ hadamard(block)).reshape(a.shape[0], -1)
+            q = quantize_q8_0(a)
+            out.extend(struct.pack("<iQ", GGML_Q8_0, q.shape[1] * Q8_0_BLOCK.itemsize))
+            out.extend(q.tobytes())
+        elif cache == "f16":
+            out.extend(struct.pack("<iQ", GGML_F16, a.shape[1] * 2))
+            out.extend(np.ascontiguousarray(a).tobytes())
+        else:
+            raise ValueError(f"unknown cache type {cache}")
+
+    for _ in range(n_layer):
+        k_type, k_row = take("iQ")
+        if k_type != GGML_F16:
+            raise ValueError(f"KV state: K of ggml type {k_type}, f16 expected")
+        put(rows(n_cells, k_row), rot[0])
+    for _ in range(n_layer):
+        if v_trans:
+            v_type, v_el, n_embd_v = take("iII")
+            if v_type != GGML_F16 or v_el != 2:
+                raise ValueError(f"KV state: V of ggml type {v_type}, f16 expected")
+            put(rows(n_embd_v, 2 * n_cells).T, rot[1])
+        else:
+            v_type, v_row = take("iQ")
+            if v_type != GGML_F16:
+                raise ValueError(f"KV state: V of ggml type {v_type}, f16 expected")
+            put(rows(n_cells, v_row), rot[1])
+    if at != len(buf):
+        raise ValueError(f"KV state: {len(buf) - at} bytes left over")
+    return out
+
+
+# One llama.cpp process on snapshots: `python -c LLAMA_SNAPSHOT_RUNNER MODEL THREADS REPACK FA CACHE MODE DIR
+# DEPTHS [TG REPS]`. MODE fill: fills to each depth as LLAMA_DEPTH_RUNNER does and writes DIR/depth-D.kvstate;
+# run: per depth, a cleared cache loads the converted state and decodes as LLAMA_DEPTH_RUNNER does ("tg D tok/s",
+# "rss D bytes"); check: per depth, fills it and decodes one token, then loads the converted state and decodes the
+# same token, writing both logits to DIR/check-D-FA-CACHE-{own,loaded}.f32.
+LLAMA_SNAPSHOT_RUNNER = LLAMA_SETUP + f"sys.path.insert(0, {HERE!r})\n" + r"""
+import ctypes, mmap, os
+import numpy as np
+from compare_llamacpp import convert_kv_state, kv_rotation
+mode, snap_dir, depths = sys.argv[6], sys.argv[7], sorted(int(d) for d in sys.argv[8].split(","))
+tg, reps = (int(sys.argv[9]), int(sys.argv[10])) if mode == "run" else (1, 0)
+setup(depths[-1] + (reps + 1) * tg + 16, 512, 512)
+n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
+path = lambda depth: os.path.join(snap_dir, f"depth-{depth}.kvstate")
+def meta(key):
+    buf = ctypes.create_string_buffer(64)
+    arch = ctypes.create_string_buffer(64)
+    L.llama_model_meta_val_str(model, b"general.architecture", arch, 64)
+    n = L.llama_model_meta_val_str(model, arch.value + b".attention." + key, buf, 64)
+    return int(buf.value) if n > 0 else L.llama_model_n_embd(model) // L.llama_model_n_head(model)
+rot = kv_rotation(meta(b"key_length"), meta(b"value_length")) if cache != "f16" else (0, 0)
+def load(depth):
+    # the state as saved (the fill's layout: f16, V transposed) without flash attention, else converted to its layout
+    L.llama_memory_clear(mem, True)
+    with open(path(depth), "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as saved:
+        state = convert_kv_state(saved, cache, rot) if fa else bytearray(saved)
+    if L.llama_state_seq_set_data(ctx, (ctypes.c_uint8 * len(state)).from_buffer(state), len(state), 0) != len(state):
+        sys.exit(f"llama_state_seq_set_data refused {path(depth)}")
+def logits():
+    return np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, -1), shape=(n_vocab,)).copy()
+filled = 0
+for depth in depths:
+    if mode == "fill":
+        if depth == 0:
+            continue
+        fill(filled, depth)
+        filled = depth
+        n = L.llama_state_seq_get_size(ctx, 0)
+        buf = (ctypes.c_uint8 * n)()
+        if L.llama_state_seq_get_data(ctx, buf, n, 0) != n:
+            sys.exit("llama_state_seq_get_data failed")
+        with open(path(depth), "wb") as f:
+            f.write(buf)
+        del buf
+        print(f"state {depth} {n}", flush=True)
+    elif mode == "check":
+        L.llama_memory_clear(mem, True)
+        fill(0, depth)
+        decode([100], depth)
+        own = logits()
+        load(depth)
+        decode([100], depth)
+        for name, x in (("own", own), ("loaded", logits())):
+            x.astype(np.float32).tofile(os.path.join(snap_dir, f"check-{depth}-{int(fa)}-{cache}-{name}.f32"))
+    else:
+        if depth:
+            load(depth)
+        measure(depth)
 """
 
 
@@ -266,13 +476,17 @@ def depth_sweep(a):
                                     "weight_bytes": r["weight_bytes"], "rss": r["host_bytes"],
                                     "rss_predicted": r["host_predicted"]})
             else:
-                rc, out = llama_process(LLAMA_DEPTH_RUNNER, engine, a.model, a.threads, cache, [a.tg, a.reps, depths],
-                                        timeout=6 * 3600)
+                if a.llama_fill == "snapshot":
+                    rc, out = llama_process(LLAMA_SNAPSHOT_RUNNER, engine, a.model, a.threads, cache,
+                                            ["run", a.snapshot_dir, depths, a.tg, a.reps], timeout=6 * 3600)
+                else:
+                    rc, out = llama_process(LLAMA_DEPTH_RUNNER, engine, a.model, a.threads, cache,
+                                            [a.tg, a.reps, depths], timeout=6 * 3600)
                 if rc:
                     raise RuntimeError(f"{engine} failed ({rc}):\n{out[-2000:]}")
                 by_depth = {}
                 for kind, depth, value in re.findall(r"^(tg|rss) (\d+) ([\d.]+)$", out, re.M):
-                    rec = by_depth.setdefault(int(depth), {"depth": int(depth), "samples": []})
+                    rec = by_depth.setdefault(int(depth), {"depth": int(depth), "samples": [], "fill": a.llama_fill})
                     if kind == "tg":
                         rec["samples"].append(float(value))
                     else:
@@ -287,6 +501,40 @@ def depth_sweep(a):
                 print(f"{os.path.basename(a.model)} {cache} {engine:17s} d{rec['depth']:<6d} tg{a.tg} "
                       + " ".join(f"{x:.2f}" for x in rec["samples"]) + " tok/s", flush=True)
             print(f"({engine}, {cache}: {time.time() - started:.0f} s)", flush=True)
+
+
+def snapshots(a):
+    """--snapshot-fill: llama.cpp's states at the depths, from one fill in its fast configuration; --snapshot-check:
+    what loading them converted changes in the next token's logits, per cache type and configuration, beside how
+    far that configuration's own fill already is from the fill configuration's (its attention's arithmetic)."""
+    depths = ",".join(str(d) for d in sorted(int(x) for x in a.depths.split(",")))
+    if a.snapshot_fill:
+        os.makedirs(a.snapshot_fill, exist_ok=True)
+        jobs = [("llama:repack", "f16", ["fill", a.snapshot_fill, depths])]
+    else:
+        jobs = [(e, cache, ["check", a.snapshot_check, depths]) for cache in a.cache_types.split(",")
+                for e in engines_for(cache, a.engines.split(",") if a.engines else None) if e != "seam"]
+    for engine, cache, args in jobs:
+        started = time.time()
+        rc, out = llama_process(LLAMA_SNAPSHOT_RUNNER, engine, a.model, a.threads, cache, args, timeout=6 * 3600)
+        if rc:
+            raise RuntimeError(f"{engine} {args[0]} failed ({rc}):\n{out[-2000:]}")
+        for depth, n in re.findall(r"^state (\d+) (\d+)$", out, re.M):
+            print(f"{engine} {cache}: state at depth {depth}: {int(n) / 2**20:.1f} MiB", flush=True)
+        print(f"({engine}, {cache}, {args[0]}: {time.time() - started:.0f} s)", flush=True)
+    if a.snapshot_check:
+        def logits(depth, fa, cache, name):
+            return np.fromfile(os.path.join(a.snapshot_check, f"check-{depth}-{fa}-{cache}-{name}.f32"), np.float32)
+        for depth in depths.split(","):
+            ref = logits(depth, 0, "f16", "own")  # the fill configuration's own logits
+            for engine, cache, _ in jobs:
+                fa = int(LLAMA_CONFIGS[engine][1])
+                own, got = logits(depth, fa, cache, "own"), logits(depth, fa, cache, "loaded")
+                print(f"check depth {depth}, {engine} {cache}: next token's logits, loaded state against own fill: "
+                      f"max |diff| {np.abs(got - own).max():.4g}, rms {np.sqrt(np.mean((got - own) ** 2)):.4g}, "
+                      f"same argmax {got.argmax() == own.argmax()}; own fill against llama:repack f16's: max |diff| "
+                      f"{np.abs(own - ref).max():.4g}, rms {np.sqrt(np.mean((own - ref) ** 2)):.4g} "
+                      f"(max |logit| {np.abs(own).max():.4g})", flush=True)
 
 
 def depth_report(raw_paths):
@@ -324,7 +572,8 @@ def depth_report(raw_paths):
                 lmem = f"{at[best]['rss'] / 2**20:.0f}" if best and "rss" in at.get(best, {}) else "-"
                 runs = " | ".join(f"{medians[e]:.2f} ({' '.join(f'{x:.1f}' for x in at[e]['samples'])})"
                                   if e in at else "-" for e in engines)
-                vs = f"{ratio:.2f}x ({best.split(':')[1]})" if best else "-"
+                vs = (f"{ratio:.2f}x ({best.split(':')[1]}"
+                      + (", from a snapshot" if depth and at[best].get("fill") == "snapshot" else "") + ")") if best else "-"
                 lines.append(f"| {depth} | {w / 2**20:.1f} | {kv / 2**20:.1f} | {runs} | {vs} | {gbs:.1f} | {mem} | {lmem} |")
             lines.append("")
     return "\n".join(lines)
@@ -345,6 +594,11 @@ def main():
     ap.add_argument("--engines", help="seam and/or " + ", ".join(LLAMA_CONFIGS) + " [all]")
     ap.add_argument("--raw", help="depth sweep: append the records here (JSON lines)")
     ap.add_argument("--report", nargs="+", help="tables from the records of depth sweeps (RAW files)")
+    ap.add_argument("--llama-fill", choices=("fill", "snapshot"), default="fill",
+                    help="depth sweep: llama.cpp fills its own cache, or loads --snapshot-dir's states")
+    ap.add_argument("--snapshot-dir", help="depth sweep with --llama-fill snapshot: the states (DIR/depth-D.kvstate)")
+    ap.add_argument("--snapshot-fill", metavar="DIR", help="write llama.cpp's states at --depths to DIR")
+    ap.add_argument("--snapshot-check", metavar="DIR", help="compare logits after DIR's converted states (--depths)")
     a = ap.parse_args()
     if a.report:
         report = depth_report(a.report)
@@ -355,7 +609,12 @@ def main():
         return
     if not a.model:
         ap.error("give a MODEL (or --report RAW)")
+    if a.depths and (a.snapshot_fill or a.snapshot_check):
+        snapshots(a)
+        return
     if a.depths:
+        if a.llama_fill == "snapshot" and not a.snapshot_dir:
+            ap.error("--llama-fill snapshot needs --snapshot-dir DIR")
         if not a.raw:
             ap.error("--depths needs --raw FILE for the records")
         depth_sweep(a)

@@ -2,7 +2,8 @@
 # Installs what seam needs to build and test, on a fresh Debian machine.
 # Re-running is cheap: packages already present are skipped. tools/plot.py
 # draws with Debian's python3-matplotlib: the same apt step as the rest, no
-# virtual environment to keep (the plot test runs in CI). No BLAS: seam's
+# virtual environment to keep (the plot test runs in CI; so does the KV
+# state test, on the numpy it brings, named here too). No BLAS: seam's
 # own tiles beat OpenBLAS's sgemm on its prefill (bench/results/
 # 2026-12-01-prefill.md); `apt-get install libopenblas-dev` only to
 # re-measure that with seam-blas-probe, which the build then adds.
@@ -10,7 +11,7 @@
 # SEAM_APT_WAIT=SECONDS (default 300): how long to wait while another
 # package manager (an unattended upgrade, on a fresh machine) holds apt's locks.
 set -euo pipefail
-PACKAGES=(build-essential cmake ninja-build pkg-config libcriterion-dev libutf8proc-dev python3 python3-venv python3-matplotlib)
+PACKAGES=(build-essential cmake ninja-build pkg-config libcriterion-dev libutf8proc-dev python3 python3-venv python3-matplotlib python3-numpy)
 WAIT="${SEAM_APT_WAIT:-300}"
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 
