@@ -527,12 +527,17 @@ static inline __attribute__((always_inline)) void wt_dot(unpack_u8_fn unpack, si
     }
 }
 
-// The cpu_dot_fn of a 32-wide type (its blocks `block`, bias 2^shift): one
-// input through the shared tile, more through the micro-tiles.
+// The cpu_dot_fn of a 32-wide type (its blocks `block`, bias 2^shift): fewer
+// inputs than a micro-tile's through the shared tile, more through the
+// micro-tiles. Decode's q8_0 attention scores come as a KV head's GQA pair
+// over runs of 256 keys, where a half-empty micro-tile and the inputs'
+// preparation per run cost more than they save: Qwen3-0.6B shape, q8_0
+// cache at 4K, 2 threads, 22 tok/s through the micro-tiles, 26 here
+// (bench/ab.py, 2 rounds).
 #define WT_DOT(name, one, unpack, block, shift)                                                                     \
     static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,            \
                      size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {                         \
-        if (n_act == 1) one(type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);                     \
+        if (n_act < WT_J) one(type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);                     \
         else wt_dot(unpack, sizeof(block), shift, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);      \
     }
 WT_DOT(dot_q4_0, dot_q4_0_one, unpack_u8_q4_0, block_q4_0, 3)
