@@ -1,13 +1,22 @@
 #!/usr/bin/env python3
 """predict_check.py -- seam plan's predicted decode speed against seam bench on
-this machine (CPU only): each configuration predicted (`seam plan --hw this`,
-which measures the machine) and then measured (`seam bench`), close together
-so that they see the same machine, over several rounds. A round measures the
-profile first, --profile-runs times per thread count, and predicts every
-model from each key's median (one probe run moves with the machine as much
-as the tolerance).
+this machine (CPU only).
 
-  python3 bench/predict_check.py run -m MODEL -t 1,2 --fill 512 --rounds 1 --out R.json   (appends)
+This machine is shared, and its speed moves by more than the tolerance
+within minutes, so every measurement is predicted from a profile measured
+right before it: each configuration (model, threads) is one pair
+
+  seam plan -m MODEL -ngl 0 --hw this -t T -c FILL --json -   (probes the machine, then predicts)
+  seam bench -m MODEL -p 0 -n GEN -d FILL-GEN/2 -t T -r REPS   (measures: median of its runs)
+
+and a round runs every configuration's pair in turn, the order reversed
+from one round to the next (so no configuration always follows the same
+neighbour). Nothing is fitted to the benchmarks: every profile value is the
+probe's measurement of that moment. The report gives, per configuration,
+the median of the rounds' errors (each prediction against its own bench)
+and their spread.
+
+  python3 bench/predict_check.py run -m MODEL... -t 1,2 --fill 512 --rounds 1 --out R.json   (appends)
   python3 bench/predict_check.py report R.json
 
 Each measurement decodes --gen tokens after the cache already holds
@@ -20,25 +29,15 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 import seam_json
 
 
-def measure_profile(seam, model, threads, times, path):
-    """`seam plan --hw this` measured `times` times on `threads` threads, each
-    value's median written to `path` as a hardware profile: one probe run is as
-    noisy as the machine, and every prediction of a round uses this one."""
-    runs = [seam_json.plan(seam, model, ["-ngl", "0", "--hw", "this", "-t", threads, "-c", "1"])["profile"]
-            for _ in range(times)]
-    profile = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-    when = time.strftime("%Y-%m-%d %H:%M")
-    with open(path, "w") as f:
-        f.write("name = this-median\n")
-        for key, value in profile.items():
-            f.write(f"{key} = {value:.6g}  # measured: {when}, median of {times} runs of seam plan --hw this -t {threads}\n")
-    return profile
+def configurations(models, threads, round_no):
+    """Every (model, threads) pair, in an order that alternates with the round."""
+    pairs = [(m, t) for t in threads for m in models]
+    return pairs if round_no % 2 == 0 else pairs[::-1]
 
 
 def run(args):
@@ -46,35 +45,48 @@ def run(args):
     depth = args.fill - args.gen // 2
     if depth < 0:
         sys.exit("predict_check: --fill must be at least half of --gen")
-    for _ in range(args.rounds):
-        for t in args.threads.split(","):
-            hw = os.path.join(tempfile.gettempdir(), f"predict-this-t{t}.hw")  # the round's profile, for seam plan
-            profile = measure_profile(args.seam, args.model[0], t, args.profile_runs, hw)
-            for model in args.model:
-                pred = seam_json.plan(args.seam, model, ["-ngl", "0", "--hw", hw, "-t", t, "-c", str(args.fill)])
-                pred = pred["predictions"][0]
-                meas = seam_json.bench(args.seam, model, ["-p", "0", "-n", str(args.gen), "-d", str(depth), "-t", t,
-                                                          "-r", str(args.reps)])[0]
-                row = {"model": os.path.basename(model), "threads": int(t), "fill": args.fill, "n_gen": args.gen,
-                       "depth": depth, "predicted": pred["tok_s"], "measured": statistics.median(meas["samples_ts"]),
-                       "samples": meas["samples_ts"], "profile": profile, "when": time.strftime("%Y-%m-%d %H:%M")}
-                rows.append(row)
-                print(f"{row['model']} t={t} fill={args.fill}: predicted {row['predicted']:.1f}, measured "
-                      f"{row['measured']:.1f} ({100 * (row['predicted'] / row['measured'] - 1):+.1f}%)", flush=True)
-                json.dump(rows, open(args.out, "w"), indent=1)
+    threads = args.threads.split(",")
+    # rounds already recorded at this fill carry on the alternation
+    first = len({r["round"] for r in rows if r["fill"] == args.fill and "round" in r})
+    for round_no in range(first, first + args.rounds):
+        for model, t in configurations(args.model, threads, round_no):
+            plan = seam_json.plan(args.seam, model, ["-ngl", "0", "--hw", "this", "-t", t, "-c", str(args.fill)])
+            probed = time.strftime("%Y-%m-%d %H:%M:%S")
+            meas = seam_json.bench(args.seam, model, ["-p", "0", "-n", str(args.gen), "-d", str(depth), "-t", t,
+                                                      "-r", str(args.reps)])[0]
+            row = {"model": os.path.basename(model), "threads": int(t), "fill": args.fill, "n_gen": args.gen,
+                   "depth": depth, "round": round_no, "predicted": plan["predictions"][0]["tok_s"],
+                   "parts_us": plan["predictions"][0]["parts_us"],
+                   "measured": statistics.median(meas["samples_ts"]), "samples": meas["samples_ts"],
+                   "profile": plan["profile"], "probed": probed, "measured_at": time.strftime("%Y-%m-%d %H:%M:%S")}
+            rows.append(row)
+            print(f"round {round_no} {row['model']} t={t} fill={args.fill}: predicted {row['predicted']:.1f}, "
+                  f"measured {row['measured']:.1f} ({error(row):+.1f}%)", flush=True)
+            json.dump(rows, open(args.out, "w"), indent=1)
+
+
+def error(row):
+    return 100 * (row["predicted"] / row["measured"] - 1)
 
 
 def report(args):
-    rows = json.load(open(args.file))
+    rows = [r for f in args.files for r in json.load(open(f))]
     groups = {}
     for r in rows:
         groups.setdefault((r["model"], r["threads"], r["fill"]), []).append(r)
-    print("| model | threads | fill | runs | predicted tok/s (median) | measured tok/s (median) | error |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| model | threads | fill | rounds | predicted tok/s (median) | measured tok/s (median) "
+          "| error (median of rounds) | errors, lowest..highest |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    within = 0
     for (model, t, fill), rs in sorted(groups.items()):
         p = statistics.median(r["predicted"] for r in rs)
         m = statistics.median(r["measured"] for r in rs)
-        print(f"| {model} | {t} | {fill} | {len(rs)} | {p:.1f} | {m:.1f} | {100 * (p / m - 1):+.1f}% |")
+        errs = sorted(error(r) for r in rs)
+        med = statistics.median(errs)
+        within += abs(med) <= 10
+        print(f"| {model} | {t} | {fill} | {len(rs)} | {p:.1f} | {m:.1f} | {med:+.1f}% "
+              f"| {errs[0]:+.1f}%..{errs[-1]:+.1f}% |")
+    print(f"\nwithin 10% (median of rounds): {within} of {len(groups)}")
 
 
 def main():
@@ -86,12 +98,11 @@ def main():
     r.add_argument("--fill", type=int, default=512)
     r.add_argument("--gen", type=int, default=64, help="tokens decoded per measured run")
     r.add_argument("--rounds", type=int, default=1)
-    r.add_argument("--profile-runs", type=int, default=3, help="probe runs whose medians make a round's profile")
     r.add_argument("--reps", type=int, default=3)
     r.add_argument("--seam", default="build/seam")
     r.add_argument("--out", required=True)
     p = sub.add_parser("report")
-    p.add_argument("file")
+    p.add_argument("files", nargs="+")
     args = ap.parse_args()
     (run if args.cmd == "run" else report)(args)
 
