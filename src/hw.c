@@ -252,20 +252,22 @@ int hw_measure_cpu(hw_profile *hw, int n_threads, seam_error *e) {
         hw->cpu_dot_gbs[t] = ns_per_byte > 0 ? 1 / ns_per_byte : wide;
         hw->cpu_dot_row_ns[t] = positive(row_ns);
     }
-    // a call's own cost on one thread, then a job's on the pool beyond it
+    // a call's own cost on one thread, and a job's on the pool beyond it
     const double dot = hw->cpu_dot_gbs[GGML_TYPE_Q4_K], row_ns = hw->cpu_dot_row_ns[GGML_TYPE_Q4_K];
-    const double call = cpu_speed_matvec_call(NULL, dot, row_ns, 0);
+    const double wake = pool ? cpu_speed_wake(pool) : 0;
+    double call, job;
+    if (cpu_speed_matvec_jobs(pool, dot, row_ns, wake, &call, &job))
+        return pool_destroy(pool), seam_fail(e, "out of memory measuring a matvec's cost");
     set_measured(hw, HW_CPU_CALL_US, positive(call), when,
-                 "128 matvecs of 256x256 Q4_K cycled on 1 thread, less their rows' time, median of 15 "
-                 "(cpu_speed_matvec_call)");
+                 "128 chained matvecs of 256x256 Q4_K 2 us apart on 1 thread, less their rows' time, median of 41 cycles "
+                 "(cpu_speed_matvec_jobs)");
     if (pool) {
-        const double wake = cpu_speed_wake(pool);
         snprintf(how, sizeof how, "4001 jobs 2 us apart on %d threads, the mean less the slowest 1%% (cpu_speed_wake)",
                  n_threads);
         set_measured(hw, HW_CPU_WAKE_US, positive(wake), when, how);
-        snprintf(how, sizeof how, "the same matvecs on %d threads, less their grabs' time over the threads and "
-                 "cpu_call_us (cpu_speed_matvec_call)", n_threads);
-        set_measured(hw, HW_CPU_JOB_US, positive(cpu_speed_matvec_call(pool, dot, row_ns, wake) - call), when, how);
+        snprintf(how, sizeof how, "the same chain on %d threads in turns with 1, less their grabs' time over the "
+                 "threads: the median of 41 cycles' differences (cpu_speed_matvec_jobs)", n_threads);
+        set_measured(hw, HW_CPU_JOB_US, positive(job), when, how);
     }
     if (measure_attention(hw, pool, n_threads, when, e)) return pool_destroy(pool), -1;
     pool_destroy(pool);

@@ -188,30 +188,57 @@ double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes) {
     return gbs;
 }
 
-double cpu_speed_matvec_call(seam_pool *pool, double dot_gbs, double row_ns, double wake_us) {
-    enum { N = 128, ROWS = 256, COLS = 256, CYCLES = 15 };
+// The caller's own work between two jobs (decode's norms, rope, routing):
+// a worker spinning for the next job yields its core now and then.
+static void caller_gap(void) {
+    for (const double until = seam_now() + 2e-6; seam_now() < until;) {
+    }
+}
+
+int cpu_speed_matvec_jobs(seam_pool *pool, double dot_gbs, double row_ns, double wake_us, double *call_us,
+                          double *job_us) {
+    enum { N = 128, ROWS = 256, COLS = 256, CYCLES = 41 };
     uint64_t rng = 9;
     const seam_tensor first = matrix(GGML_TYPE_Q4_K, (int64_t)N * ROWS, COLS, &rng);
-    float x[COLS], out[ROWS];
+    float x[COLS], out[ROWS], ones[COLS];
     void *act = malloc(cpu_matvec_scratch_bytes(COLS));
-    if (!first.data || !act) return free(act), 0;
-    for (int i = 0; i < COLS; i++) x[i] = uniform(&rng);
-    double per_call[CYCLES];
-    for (int c = -1; c < CYCLES; c++) {  // c = -1: the warm-up
-        const double t = seam_now();
-        for (int i = 0; i < N; i++) {
-            const seam_tensor w = tensor_rows(&first, (int64_t)i * ROWS, ROWS);
-            cpu_matvec(pool, &w, x, out, act);
-        }
-        if (c >= 0) per_call[c] = (seam_now() - t) / N;
+    if (!first.data || !act) {
+        if (first.data) munmap((void *)first.data, first.n_bytes);
+        return free(act), -1;
     }
-    seam_sort_doubles(per_call, CYCLES);
-    const seam_tensor one = tensor_rows(&first, 0, ROWS), *w = &one;
+    for (int i = 0; i < COLS; i++) ones[i] = 1, x[i] = uniform(&rng);
+    // us a call on one thread and on the pool, cycle by cycle, the two in
+    // turns (which goes first alternates): a shared machine's moments fall
+    // on both, and their difference is taken within a cycle
+    double one[CYCLES], diff[CYCLES];
+    for (int c = -1; c < CYCLES; c++) {  // c = -1: the warm-up
+        double per_call[2];
+        for (int k = 0; k < 2; k++) {
+            const bool on_pool = (k + c) & 1;
+            double busy = 0;  // the calls and norms, the gaps left out
+            for (int i = 0; i < N; i++) {
+                const double t = seam_now();
+                const seam_tensor w = tensor_rows(&first, (int64_t)i * ROWS, ROWS);
+                cpu_matvec(on_pool ? pool : NULL, &w, x, out, act);
+                cpu_rmsnorm(x, out, ones, COLS, 1e-6f);  // the next input: the rows come back to the caller
+                busy += seam_now() - t;
+                caller_gap();
+            }
+            per_call[on_pool] = 1e6 * busy / N;
+        }
+        if (c >= 0) one[c] = per_call[0], diff[c] = per_call[1] - per_call[0];
+    }
+    seam_sort_doubles(one, CYCLES);
+    seam_sort_doubles(diff, CYCLES);
+    const seam_tensor row0 = tensor_rows(&first, 0, ROWS), *w = &row0;
     const double row_us = 1e-3 * (first.row_bytes / dot_gbs + row_ns);
-    const double extra = 1e6 * per_call[CYCLES / 2] - cpu_matmul_schedule_us(pool_size(pool), wake_us, 1, &w, &row_us);
+    const double alone = cpu_matmul_schedule_us(1, 0, 1, &w, &row_us),
+                 shared = cpu_matmul_schedule_us(pool_size(pool), wake_us, 1, &w, &row_us);
+    *call_us = one[CYCLES / 2] - alone;
+    *job_us = diff[CYCLES / 2] - (shared - alone);
     munmap((void *)first.data, first.n_bytes);
     free(act);
-    return extra;
+    return 0;
 }
 
 double cpu_speed_attention(seam_pool *pool, int group, int head_dim, uint64_t min_bytes) {
@@ -270,13 +297,6 @@ static void wake_share(void *ctx, int ith, int nth) {
         return;
     }
     while (!atomic_load(&j->arrived) && seam_now() - j->opened < 100e-6) {
-    }
-}
-
-// The caller's own work between two jobs (decode's norms, rope, routing):
-// a worker spinning for the next job yields its core now and then.
-static void caller_gap(void) {
-    for (const double until = seam_now() + 2e-6; seam_now() < until;) {
     }
 }
 

@@ -50,16 +50,24 @@ double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes);
 // the median of 7 cycles after a warm-up; -1 when out of memory.
 double cpu_speed_attention(seam_pool *pool, int group, int head_dim, uint64_t min_bytes);
 
-// What one matvec call costs beyond its rows: cpu_matvec on the pool cycled
-// over 128 distinct matrices of 256 rows of 256 Q4_K weights (4.5 MiB, a
-// small model's layers), the time per call less the time its rows' grabs
-// take over the threads (cpu_matmul_schedule_us, a row taking row_ns +
-// bytes / dot_gbs: cpu_speed_dot_all's figures, the workers wake_us late);
-// microseconds, the median of 15 cycles, maybe negative (noise). On one
-// thread: the input's quantisation, the caches warming to a matrix not read
-// since the last token; on more, also what each job costs the pool in
-// decode's rhythm (its start and join, the workers' spinning and yielding).
-double cpu_speed_matvec_call(seam_pool *pool, double dot_gbs, double row_ns, double wake_us);
+// What a matvec costs beyond its rows' dots, in decode's rhythm: 128
+// distinct matrices of 256 rows of 256 Q4_K weights (4.5 MiB, a small
+// model's layers) multiplied in a chain, each output RMS-normed on the
+// calling thread into the next input (as decode's next step reads it: the
+// rows a worker computed come back to the caller) and 2 us of the caller's
+// own work before the next (decode's norms, rope, routing: the workers spin
+// and yield meanwhile), 41 cycles of the chain
+// on one thread and on the pool in turns. *call_us: a call on one thread
+// (the input's quantisation, the caches warming to a matrix not read
+// since the last token, the norm), the median cycle less its rows' time
+// (cpu_matmul_schedule_us, a row taking row_ns + bytes / dot_gbs:
+// cpu_speed_dot_all's figures). *job_us: what the pool adds to a call
+// beyond its rows' grabs over the threads (the workers wake_us late) -- the
+// job's start and join, the input and the output crossing between cores --
+// the median of the cycles' differences of the two. Either may come out
+// negative (noise). -1 when out of memory.
+int cpu_speed_matvec_jobs(seam_pool *pool, double dot_gbs, double row_ns, double wake_us, double *call_us,
+                          double *job_us);
 
 // How long after a job opens the first worker comes in (the caller has
 // the job to itself until then), the workers kept awake as decode keeps
