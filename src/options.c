@@ -88,6 +88,13 @@ static int parse_float(const char *flag, const char *v, float lo, float hi, floa
     return 0;
 }
 
+// A flag's text (a file, a prompt): only that it is there.
+static int parse_text(const char *flag, const char *v, const char *what, const char **out) {
+    if (!v) return fprintf(stderr, "seam: %s wants %s\n", flag, what), -1;
+    *out = v;
+    return 0;
+}
+
 int options_parse(int argc, char **argv, options *o) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (options){.n_predict = 32, .n_threads = cores > 0 ? (int)cores : 1, .top_p = 1.0f, .head = -1};
@@ -100,14 +107,14 @@ int options_parse(int argc, char **argv, options *o) {
             options_usage(stdout);
             exit(0);
         } else if (IS("-m") || IS("--model")) {
-            if (!v) return fprintf(stderr, "seam: %s wants a file\n", a), -1;
-            o->model_path = v, i++;
+            if (parse_text(a, v, "a file", &o->model_path)) return -1;
+            i++;
         } else if (IS("-p") || IS("--prompt")) {
-            if (!v) return fprintf(stderr, "seam: %s wants a text\n", a), -1;
-            o->prompt = v, i++;
+            if (parse_text(a, v, "a text", &o->prompt)) return -1;
+            i++;
         } else if (IS("--tokens")) {
-            if (!v) return fprintf(stderr, "seam: --tokens wants ids, e.g. 1,2,3\n"), -1;
-            o->tokens = v, i++;
+            if (parse_text(a, v, "ids, e.g. 1,2,3", &o->tokens)) return -1;
+            i++;
         } else if (IS("-n") || IS("--n-predict")) {
             if (parse_long(a, v, 0, 1 << 24, &x)) return -1;
             o->n_predict = (int)x, i++;
@@ -169,14 +176,15 @@ int options_parse(int argc, char **argv, options *o) {
             }
             i++;
         } else if (IS("-o") || IS("--output")) {
-            if (!v) return fprintf(stderr, "seam: %s wants a file\n", a), -1;
-            o->out_path = v, i++;
+            if (parse_text(a, v, "a file", &o->out_path)) return -1;
+            i++;
         } else if (IS("--timeline")) {
-            if (!v) return fprintf(stderr, "seam: --timeline wants a file\n"), -1;
-            o->timeline_path = v, i++;
+            if (parse_text(a, v, "a file", &o->timeline_path)) return -1;
+            i++;
         } else if (IS("--hw") || IS("--shape") || IS("--json")) {
-            if (!v) return fprintf(stderr, "seam: %s wants %s\n", a, IS("--hw") ? "a profile" : "a file"), -1;
-            *(IS("--hw") ? &o->hw : IS("--shape") ? &o->shape_path : &o->json_path) = v, i++;
+            const char **dst = IS("--hw") ? &o->hw : IS("--shape") ? &o->shape_path : &o->json_path;
+            if (parse_text(a, v, IS("--hw") ? "a profile" : "a file", dst)) return -1;
+            i++;
         } else if (IS("--ids")) {
             o->print_ids = 1;
         } else if (a[0] != '-' && !o->positional) {
