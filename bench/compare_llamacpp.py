@@ -61,7 +61,9 @@ instead (--llama-fill snapshot):
 --snapshot-fill fills one cache in llama.cpp's fast configuration (repacked
 weights, f16, flash attention off, 512-token batches of the prompt tokens the
 sweep uses) and writes the sequence's state at each depth to
-DIR/depth-D.kvstate (llama_state_seq_get_data). With --llama-fill snapshot
+DIR/depth-D.kvstate (llama_state_seq_get_data); when the first depth's state
+is already in DIR it is loaded and the fill goes on from it (--depths
+16384,32768 extends a fill to 16K). With --llama-fill snapshot
 each llama.cpp configuration then makes a fresh context per depth, loads that
 state converted to its own layout (convert_kv_state: flash attention keeps V
 untransposed, and a q8_0 cache quantises each row by ggml's q8_0 rule) and
@@ -334,6 +336,12 @@ filled = 0
 for depth in depths:
     if mode == "fill":
         if depth == 0:
+            continue
+        if filled == 0 and os.path.exists(path(depth)):
+            # a deeper fill resumes from the shallowest state a previous fill left (its tokens are the same)
+            load(depth)
+            filled = depth
+            print(f"state {depth} loaded", flush=True)
             continue
         fill(filled, depth)
         filled = depth

@@ -389,11 +389,15 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
             fprintf(stderr, "seam bench: %s: filling the KV cache to %d positions\n", what, depth);
             test_tokens(ids, depth - filled, m->cfg.n_vocab, (uint64_t)depth * 3 + 1);
             float *logits;
+            const double t0 = seam_now();
             if (engine_prefill(&eng, ids, depth - filled, filled, &logits, &e)) {
                 fprintf(stderr, "seam bench: %s: %s\n", what, e.msg);
                 rc = -1;
                 break;
             }
+            const double took = seam_now() - t0;
+            fprintf(stderr, "seam bench: %s: filled %d positions in %.1f s (%.1f tok/s)\n", what, depth - filled, took,
+                    (depth - filled) / took);
             filled = depth;
         }
         for (int kind = 0; kind < 2 && rc == 0; kind++) {
