@@ -195,9 +195,7 @@ static int parse_bench_options(int argc, char **argv, bench_options *o) {
         } else if (IS("--no-graph")) {
             o->no_graph = true;
         } else if (IS("--gpu-prefill")) {
-            int k = -1;
-            for (int j = 0; j < GPU_PREFILL_COUNT && v; j++)
-                if (!strcmp(v, gpu_prefill_name[j])) k = j;
+            const int k = v ? gpu_prefill_find(v) : -1;
             if (k < 0) return fprintf(stderr, "seam bench: %s wants auto, gemm or tokens (got '%s')\n", a, v ? v : ""), -1;
             o->gpu_prefill = (seam_gpu_prefill)k, i++;
         } else {
@@ -362,7 +360,8 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
     qsort(depths, (size_t)o->depth.n, sizeof *depths, cmp_int);
     const int n_ctx = depths[o->depth.n - 1] + (widest > 0 ? widest : 1);
     const seam_plan_request req = {.gpu_layers = cf->ngl, .head = -1, .overflow = cf->overflow, .n_ctx = n_ctx,
-                                   .cache = cf->cache, .gpu_budget = gpu_free_bytes()};
+                                   .cache = cf->cache, .gpu_budget = gpu_free_bytes(),
+                                   .gpu_prefill = o->gpu_prefill};
     char what[160];
     snprintf(what, sizeof what, "%s t=%d ngl=%d ctk=%s ctv=%s", path, cf->threads, cf->ngl,
              plan_kv_type_name[cf->cache.k], plan_kv_type_name[cf->cache.v]);
@@ -378,7 +377,6 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
         free(ids);
         return -1;
     }
-    eng.gpu_prefill = o->gpu_prefill;
     uint64_t params = 0;
     for (uint64_t i = 0; i < m->file.n_tensors; i++) params += m->file.tensors[i].n_elems;
     const bool progress = isatty(STDERR_FILENO);  // a line rewritten per run on a terminal only

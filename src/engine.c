@@ -362,7 +362,7 @@ int engine_prefill(seam_engine *eng, const int *tokens, int n, int pos0, float *
         return seam_fail(e, "positions %d..%d pass the context of %d tokens (raise -c)", pos0, pos0 + n - 1, eng->n_ctx);
     for (int done = 0; done < n;) {
         const int b = n - done < SEAM_UBATCH ? n - done : SEAM_UBATCH;
-        if (b > 1 && (!eng->gpu || gpu_segment_gemm(eng->gpu, eng->gpu_prefill, b))) {
+        if (b > 1 && (!eng->gpu || gpu_segment_gemm(eng->gpu, b))) {
             if (prefill_batch(eng, tokens + done, b, pos0 + done, done + b == n, logits, e)) return -1;
         } else {
             for (int t = 0; t < b; t++)

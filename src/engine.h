@@ -55,7 +55,6 @@ typedef struct {
     seam_pool *pool;  // the CPU layers' threads; NULL = the calling thread alone
     seam_state s;
     gpu_segment *gpu;        // layers 0..gpu_layers-1 (and maybe the head) on the GPU; NULL for none
-    seam_gpu_prefill gpu_prefill;  // how a prompt's batches cross the GPU layers (tokens after engine_init)
     int gpu_layers;
     bool head_on_gpu;
     seam_timeline timeline;  // every token's segments and crossings, in run order
@@ -82,9 +81,10 @@ int engine_set_threads(seam_engine *eng, int n_threads, seam_error *e);
 
 // Puts the plan's GPU layers (and head) on the GPU: copies their weights
 // there and runs them through the GPU segment from the next token on. A plan
-// with no GPU part keeps everything on the CPU. use_graph: replay the GPU
-// segment as one CUDA graph (off: one launch per op, to measure the
-// difference).
+// with no GPU part keeps everything on the CPU. The plan's gpu_prefill says
+// how a prompt's batches cross the GPU layers, and so whether the segment
+// holds the GEMM's buffers. use_graph: replay the GPU segment as one CUDA
+// graph (off: one launch per op, to measure the difference).
 int engine_place(seam_engine *eng, const seam_plan *plan, bool use_graph, seam_error *e);
 
 // Runs token at position pos (0 <= pos < n_ctx; earlier positions already in
@@ -94,8 +94,9 @@ int engine_forward(seam_engine *eng, int token, int pos, float **logits, seam_er
 // Runs n prompt tokens at positions pos0.. and returns the logits after the
 // last; the timeline marks them as prefill. A batch of SEAM_UBATCH tokens
 // runs through the layers at once (prefill_batch) on the CPU alone, or when
-// the GPU layers take it as matrix products (gpu_segment_gemm under
-// eng->gpu_prefill); else its tokens run one by one, as decode runs them.
+// the GPU layers take it as matrix products (gpu_segment_gemm, under the
+// placed plan's gpu_prefill); else its tokens run one by one, as decode runs
+// them.
 int engine_prefill(seam_engine *eng, const int *tokens, int n, int pos0, float **logits, seam_error *e);
 
 #endif

@@ -18,15 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const gpu_prefill_name[GPU_PREFILL_COUNT] = {"tokens", "gemm", "auto"};
-
 enum { PREFILL_BUFFERS = 10 };
 
 // The batched path's device buffers (gpu_segment's bx .. w16, in that
-// order): false where it does not run.
-static bool prefill_sizes(const seam_model *m, int n_layers, uint64_t bytes[PREFILL_BUFFERS]) {
+// order): false where it does not run (mode never takes the GEMM, MoE, no
+// layers).
+static bool prefill_sizes(const seam_model *m, int n_layers, seam_gpu_prefill mode, uint64_t bytes[PREFILL_BUFFERS]) {
     const seam_config *c = &m->cfg;
-    if (c->n_expert || n_layers <= 0) return false;
+    if (!gpu_prefill_uses_gemm(mode) || c->n_expert || n_layers <= 0) return false;
     const uint64_t U = SEAM_UBATCH, E = (uint64_t)c->n_embd, F = (uint64_t)c->n_ff;
     const uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim, kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
     const uint64_t wide = q_dim > E ? q_dim : E;
@@ -47,9 +46,9 @@ static bool prefill_sizes(const seam_model *m, int n_layers, uint64_t bytes[PREF
     return true;
 }
 
-uint64_t gpu_segment_prefill_bytes(const seam_model *m, int n_layers) {
+uint64_t gpu_segment_prefill_bytes(const seam_model *m, int n_layers, seam_gpu_prefill mode) {
     uint64_t bytes[PREFILL_BUFFERS], sum = 0;
-    if (!prefill_sizes(m, n_layers, bytes)) return 0;
+    if (!prefill_sizes(m, n_layers, mode, bytes)) return 0;
     for (int i = 0; i < PREFILL_BUFFERS; i++) sum += bytes[i];
     return sum;
 }
@@ -80,7 +79,7 @@ int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_
     return seam_fail(e, "this seam was built without CUDA");
 }
 
-bool gpu_segment_gemm(const gpu_segment *g, seam_gpu_prefill mode, int n) { return false; }
+bool gpu_segment_gemm(const gpu_segment *g, int n) { return false; }
 
 int gpu_segment_prefill(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
                         seam_token_time *tt, seam_error *e) {
@@ -125,6 +124,8 @@ struct gpu_segment {
     seam_kv_config cache;     // the KV cache's types and rows, as the plan counts them
     int rot_k, rot_v;         // the rotation of a quantised cache (plan_kv_rotation)
     bool use_graph;
+    seam_gpu_prefill prefill;  // the plan's: how a prompt's batches cross (its GEMM buffers below exist only
+                               // when gpu_prefill_uses_gemm)
     seam_cuda_stream *stream;
     seam_cuda_event *ev_start, *ev_end;  // around the segment's compute
     seam_cuda_event *ev_copy0, *ev_copy1;  // around a crossing's copy
@@ -147,7 +148,8 @@ struct gpu_segment {
     seam_cuda_stream *copy_stream;  // stream: the weight copies, beside the compute stream
     void *staging[2];         // stream: two device buffers the overflow layers take turns in
     stream_events *streamed;  // stream: [n_layers - resident]
-    // the batched prefill (gpu_segment_prefill; NULL where prefill_sizes says it does not run)
+    // the batched prefill (gpu_segment_prefill; NULL where prefill_sizes says it does not run: under
+    // --gpu-prefill tokens, for MoE layers, with no layers)
     seam_cuda_blas *blas;     // cuBLAS on the compute stream
     float *bx, *bxb, *bxb2;   // (SEAM_UBATCH, n_embd), (SEAM_UBATCH, max(n_embd, q_dim)), (SEAM_UBATCH, n_embd)
     float *bq, *bk, *bv;      // (SEAM_UBATCH, q_dim), (SEAM_UBATCH, kv_dim) x2
@@ -278,6 +280,7 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     g->head = plan->head == DEV_GPU;
     g->n_ctx = n_ctx;
     g->cache = plan->cache;
+    g->prefill = plan->gpu_prefill;
     plan_kv_rotation(c, g->cache, &g->rot_k, &g->rot_v);
     // the streamed layers' copies and waits are two streams' work, launched op by op
     g->use_graph = use_graph && !(g->overflow == OVERFLOW_STREAM && g->resident < g->n_layers);
@@ -291,7 +294,7 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
          seam_cuda_event_create(&g->ev_start, e) || seam_cuda_event_create(&g->ev_end, e) ||
          seam_cuda_event_create(&g->ev_copy0, e) || seam_cuda_event_create(&g->ev_copy1, e);
     uint64_t batch_bytes[PREFILL_BUFFERS];
-    const bool batched = prefill_sizes(m, g->n_layers, batch_bytes);
+    const bool batched = prefill_sizes(m, g->n_layers, g->prefill, batch_bytes);
     const size_t x_rows = batched ? SEAM_UBATCH : 1;
     rc = rc || seam_cuda_host_alloc((void **)&g->step_host, SEAM_UBATCH * sizeof *g->step_host, e) ||
          seam_cuda_host_alloc((void **)&g->x_pinned, x_rows * c->n_embd * sizeof(float), e);
@@ -663,14 +666,17 @@ int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_
     return run_segment(g, x, 0, pos, g->head, logits, tl, tt, e);
 }
 
-bool gpu_segment_gemm(const gpu_segment *g, seam_gpu_prefill mode, int n) {
+bool gpu_segment_gemm(const gpu_segment *g, int n) {
     if (!g->blas || n < 2 || n > SEAM_UBATCH) return false;
-    return mode == GPU_PREFILL_GEMM || (mode == GPU_PREFILL_AUTO && n >= GPU_GEMM_MIN_BATCH);
+    return g->prefill == GPU_PREFILL_GEMM || (g->prefill == GPU_PREFILL_AUTO && n >= GPU_GEMM_MIN_BATCH);
 }
 
 int gpu_segment_prefill(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
                         seam_token_time *tt, seam_error *e) {
-    if (!g->blas) return seam_fail(e, "the GPU layers take no batch here (MoE layers run token by token)");
+    if (!g->blas)
+        return seam_fail(e, "the GPU layers take no batch here (planned with --gpu-prefill %s): the GEMM's buffers "
+                            "exist only under gemm or auto, for dense layers (MoE layers run token by token)",
+                         gpu_prefill_name[g->prefill]);
     if (n < 2 || n > SEAM_UBATCH)
         return seam_fail(e, "a GPU prefill batch holds 2..%d tokens (got %d)", SEAM_UBATCH, n);
     return run_segment(g, x, n, pos0, head && g->head, logits, tl, tt, e);

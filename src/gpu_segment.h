@@ -38,17 +38,8 @@ void gpu_segment_free(gpu_segment *g);
 int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_timeline *tl, seam_token_time *tt,
                         seam_error *e);
 
-// How a prompt's batches of SEAM_UBATCH tokens cross the GPU layers: as
-// matrix products (each weight matrix dequantised to f16 once a batch, one
-// cuBLAS GEMM for all its tokens), or token by token as decode runs them.
-// auto takes the GEMM for a batch of at least GPU_GEMM_MIN_BATCH tokens.
-// tokens is the default: the GEMM's f16 products lie outside the golden
-// tolerance of the token path (README, "GPU"), and whether and from where
-// it is faster is unmeasured until a device runs bench/gpu-check.sh.
-typedef enum { GPU_PREFILL_TOKENS, GPU_PREFILL_GEMM, GPU_PREFILL_AUTO, GPU_PREFILL_COUNT } seam_gpu_prefill;
-extern const char *const gpu_prefill_name[GPU_PREFILL_COUNT];  // "tokens", "gemm", "auto"
-
-// Provisional, until a device measures it (bench/gpu-check.sh's pp32..pp512
+// The batch from which --gpu-prefill auto takes the GEMM (plan.h's
+// seam_gpu_prefill). Provisional, until a device measures it (bench/gpu-check.sh's pp32..pp512
 // through both paths): llama.cpp's batch from which ggml-cuda takes
 // dequantise + cuBLAS over its own dp4a kernels for quantised weights on an
 // NVIDIA GPU with f16 tensor cores but no int8 MMA (MMQ_DP4A_MAX_BATCH_SIZE,
@@ -58,14 +49,18 @@ extern const char *const gpu_prefill_name[GPU_PREFILL_COUNT];  // "tokens", "gem
 #define GPU_GEMM_MIN_BATCH 64
 
 // Whether a batch of n prompt tokens crosses g's layers as matrix products
-// under mode: never for a single token, nor for a segment with no layers or
-// with MoE layers (their experts run token by token).
-bool gpu_segment_gemm(const gpu_segment *g, seam_gpu_prefill mode, int n);
+// under the plan's mode (seam_plan's gpu_prefill, fixed at init with the
+// buffers it needs): never for a single token, nor under tokens, nor for a
+// segment with no layers or with MoE layers (their experts run token by
+// token).
+bool gpu_segment_gemm(const gpu_segment *g, int n);
 
-// Device bytes the batched path adds to a segment of layers 0..n_layers-1:
-// SEAM_UBATCH tokens' activations, their f16 copy, and the largest weight
-// matrix of those layers in f16. 0 where it does not run (MoE, no layers).
-uint64_t gpu_segment_prefill_bytes(const seam_model *m, int n_layers);
+// Device bytes the batched path adds to a segment of layers 0..n_layers-1
+// under mode: SEAM_UBATCH tokens' activations, their f16 copy, and the
+// largest weight matrix of those layers in f16. 0 where it does not run
+// (under tokens, MoE, no layers): then gpu_segment_init makes neither these
+// buffers nor a cuBLAS handle.
+uint64_t gpu_segment_prefill_bytes(const seam_model *m, int n_layers, seam_gpu_prefill mode);
 
 // A batch of n (2..SEAM_UBATCH) prompt tokens at positions pos0.. through
 // the GPU layers as matrix products: x (n, n_embd, host) crosses to the

@@ -11,8 +11,8 @@
 #include "quant.h"
 
 // Working memory beyond the activations: the CUDA context's own, the graph,
-// the quantised activation buffers and cuBLAS's handle and workspace. A
-// round figure, checked after loading.
+// the quantised activation buffers and, where the prefill takes the GEMM,
+// cuBLAS's handle and workspace. A round figure, checked after loading.
 #define GPU_RESERVE (64ull << 20)
 
 const char *const plan_overflow_name[OVERFLOW_COUNT] = {"cpu", "mapped", "stream"};
@@ -22,6 +22,16 @@ int plan_overflow_find(const char *name, size_t len) {
         if (strlen(plan_overflow_name[k]) == len && !strncmp(name, plan_overflow_name[k], len)) return k;
     return -1;
 }
+
+const char *const gpu_prefill_name[GPU_PREFILL_COUNT] = {"tokens", "gemm", "auto"};
+
+int gpu_prefill_find(const char *name) {
+    for (int k = 0; k < GPU_PREFILL_COUNT; k++)
+        if (!strcmp(name, gpu_prefill_name[k])) return k;
+    return -1;
+}
+
+bool gpu_prefill_uses_gemm(seam_gpu_prefill mode) { return mode == GPU_PREFILL_GEMM || mode == GPU_PREFILL_AUTO; }
 
 static uint64_t tensor_bytes(const seam_tensor *t) { return t->data ? t->n_bytes : 0; }
 
@@ -103,6 +113,7 @@ void plan_place(seam_plan *p, const seam_model *m, const seam_plan_request *req,
     p->overflow = req->overflow;
     p->n_ctx = req->n_ctx;
     p->cache = req->cache;
+    p->gpu_prefill = req->gpu_prefill;
     p->budget[DEV_GPU] = req->gpu_budget;
     const bool overflow_on_gpu = req->overflow != OVERFLOW_CPU;
     uint64_t largest_overflow = 0;  // the stream placement's two staging buffers hold the largest
@@ -132,11 +143,12 @@ void plan_place(seam_plan *p, const seam_model *m, const seam_plan_request *req,
     p->weights[DEV_CPU] += m->w.tied_output && p->head == DEV_CPU ? 0 : tensor_bytes(&m->w.tok_embd);
     // the host holds what the engine allocates (engine_scratch_bytes: it
     // runs every token's embedding and the logits come back to it); the GPU
-    // its activations, the logits when the head is there, and working memory
+    // its activations, the batched prefill's buffers when its mode takes the
+    // GEMM, the logits when the head is there, and working memory
     p->scratch[DEV_CPU] = engine_scratch_bytes(c, req->n_ctx);
     if (computed_on_gpu > 0 || p->head == DEV_GPU)
-        p->scratch[DEV_GPU] = gpu_activation_bytes(c, req->n_ctx) + gpu_segment_prefill_bytes(m, computed_on_gpu) +
-                              GPU_RESERVE;
+        p->scratch[DEV_GPU] = gpu_activation_bytes(c, req->n_ctx) +
+                              gpu_segment_prefill_bytes(m, computed_on_gpu, req->gpu_prefill) + GPU_RESERVE;
     if (p->head == DEV_GPU) p->scratch[DEV_GPU] += 4ull * (uint64_t)c->n_vocab;
     if (req->overflow == OVERFLOW_STREAM && n < c->n_layers) p->scratch[DEV_GPU] += 2 * largest_overflow;
 }

@@ -85,6 +85,24 @@ extern const char *const plan_overflow_name[OVERFLOW_COUNT];  // "cpu", "mapped"
 // The placement whose name is the len bytes at name; -1 for none.
 int plan_overflow_find(const char *name, size_t len);
 
+// How a prompt's batches of SEAM_UBATCH tokens cross the GPU layers: as
+// matrix products (each weight matrix dequantised to f16 once a batch, one
+// cuBLAS GEMM for all its tokens), or token by token as decode runs them.
+// auto takes the GEMM for a batch of at least GPU_GEMM_MIN_BATCH tokens
+// (gpu_segment.h). tokens is the default: the GEMM's f16 products lie
+// outside the golden tolerance of the token path (README, "GPU"), and
+// whether and from where it is faster is unmeasured until a device runs
+// bench/gpu-check.sh.
+typedef enum { GPU_PREFILL_TOKENS, GPU_PREFILL_GEMM, GPU_PREFILL_AUTO, GPU_PREFILL_COUNT } seam_gpu_prefill;
+extern const char *const gpu_prefill_name[GPU_PREFILL_COUNT];  // "tokens", "gemm", "auto"
+// The mode named name; -1 for any other name.
+int gpu_prefill_find(const char *name);
+
+// Whether mode can take the GEMM for a batch, and so needs its device
+// buffers and cuBLAS handle (gemm, auto): the one test by which the plan
+// counts them and the GPU segment makes them (gpu_segment_prefill_bytes).
+bool gpu_prefill_uses_gemm(seam_gpu_prefill mode);
+
 // What the user asks for.
 typedef struct {
     int gpu_layers;        // layers 0..gpu_layers-1 on the GPU; -1: as many as fit
@@ -95,6 +113,7 @@ typedef struct {
     int n_ctx;             // positions the KV cache holds
     seam_kv_config cache;  // the KV cache's types and sliding-window policy
     uint64_t gpu_budget;   // bytes the GPU may use; 0 = there is no GPU
+    seam_gpu_prefill gpu_prefill;  // how a prompt's batches cross the GPU layers (--gpu-prefill)
 } seam_plan_request;
 
 // Where each part of the model lives, and what each device holds.
@@ -112,6 +131,8 @@ typedef struct {
     uint64_t pinned;                      // mapped, stream: host bytes pinned for the overflow layers' copies
     int n_ctx;
     seam_kv_config cache;
+    seam_gpu_prefill gpu_prefill;         // as asked: the GEMM's buffers are in scratch[DEV_GPU], and on the
+                                          // device, only where gpu_prefill_uses_gemm
     uint64_t kv_per_token[DEV_COUNT];     // bytes of KV cache one more position of context adds per device
     int ring_layers, ring_rows;           // sliding layers whose cache is a ring of ring_rows positions
 } seam_plan;

@@ -351,17 +351,20 @@ ParameterizedTest(golden_case *gc, golden, logits) {
 #ifdef SEAM_HAVE_CUDA
 #include "seam_cuda.h"
 
-// The logits (n_vocab, malloc'd) after prefilling fx's prompt under plan
-// through the GEMM path; NULL for MoE layers, which take no batch (checked).
-static float *gemm_prefill_logits(const seam_model *m, const fixture *fx, const seam_plan *plan, const char *what) {
+// The logits (n_vocab, malloc'd) after prefilling fx's prompt under req's
+// placement planned with --gpu-prefill gemm, through the GEMM path; NULL for
+// MoE layers, which take no batch (checked).
+static float *gemm_prefill_logits(const seam_model *m, const fixture *fx, seam_plan_request req, const char *what) {
+    seam_plan plan;
     seam_engine eng;
     seam_error err = {{0}};
-    cr_assert(engine_init_kv(&eng, m, fx->n_tokens, fx->cache, &err) == 0 && engine_place(&eng, plan, true, &err) == 0,
+    req.gpu_prefill = GPU_PREFILL_GEMM;
+    cr_assert(plan_make(&plan, m, &req, &err) == 0, "%s: %s", what, err.msg);
+    cr_assert(engine_init_kv(&eng, m, fx->n_tokens, fx->cache, &err) == 0 && engine_place(&eng, &plan, true, &err) == 0,
               "%s: %s", what, err.msg);
-    eng.gpu_prefill = GPU_PREFILL_GEMM;
     cr_assert(fx->n_tokens >= 2 && fx->n_tokens <= SEAM_UBATCH, "%s: %d prompt tokens, want one batch of 2..%d", what,
               fx->n_tokens, SEAM_UBATCH);
-    const bool gemm = gpu_segment_gemm(eng.gpu, eng.gpu_prefill, fx->n_tokens);
+    const bool gemm = gpu_segment_gemm(eng.gpu, fx->n_tokens);
     cr_assert(gemm == !m->cfg.n_expert, "%s: the GEMM path is %s", what, gemm ? "taken by MoE layers" : "not taken");
     float *logits, *out = gemm ? malloc(sizeof(float) * (size_t)fx->n_vocab) : NULL;
     if (gemm) {
@@ -423,7 +426,10 @@ ParameterizedTest(golden_case *gc, golden, split) {
         char what[128];
         snprintf(what, sizeof what, "%s, %d of %d layers on the GPU, overflow %s", name, splits[si].n, L,
                  plan_overflow_name[splits[si].overflow]);
-        float *gemm = plan_gpu_computed_layers(&plan) > 0 ? gemm_prefill_logits(&m, &fx, &plan, what) : NULL;
+        // the default plan (--gpu-prefill tokens) made no GEMM buffers, so its batches never take them
+        cr_assert(!eng.gpu || !gpu_segment_gemm(eng.gpu, fx.n_tokens), "%s: the GEMM path is taken under "
+                  "--gpu-prefill tokens", what);
+        float *gemm = plan_gpu_computed_layers(&plan) > 0 ? gemm_prefill_logits(&m, &fx, req, what) : NULL;
         if (gemm) {
             const int last = fx.n_tokens - 1;
             const double d = max_abs_diff(gemm, logits, fx.n_vocab), tol = GEMM_REL_TOL * fx.std[last];

@@ -87,6 +87,67 @@ Test(plan, overflow_placements_account_their_memory) {
     cr_assert_eq(stream.scratch[DEV_GPU] - mapped.scratch[DEV_GPU], 2 * largest);
 }
 
+// The batched prefill's GEMM buffers (the batch's activations and the f16
+// copy of the largest weight matrix) are in the GPU scratch only under the
+// modes that take the GEMM, which also make them (gpu_segment_init): a
+// default plan (--gpu-prefill tokens) counts none; gemm and auto count
+// exactly gpu_segment_prefill_bytes; MoE layers, which take no batch, none.
+Test(plan, gemm_scratch_only_where_the_prefill_takes_it) {
+    const int L = model.cfg.n_layers;
+    const struct {
+        int n;
+        seam_overflow overflow;
+    } splits[] = {{1, OVERFLOW_CPU}, {L, OVERFLOW_CPU}, {0, OVERFLOW_MAPPED}, {L / 2, OVERFLOW_STREAM}};
+    for (size_t si = 0; si < sizeof splits / sizeof *splits; si++) {
+        seam_plan p[GPU_PREFILL_COUNT];
+        for (int k = 0; k < GPU_PREFILL_COUNT; k++) {
+            const seam_plan_request req = {.gpu_layers = splits[si].n, .head = -1, .overflow = splits[si].overflow,
+                                           .n_ctx = 64, .gpu_budget = 1ull << 40, .gpu_prefill = (seam_gpu_prefill)k};
+            seam_error e = {{0}};
+            cr_assert_eq(plan_make(&p[k], &model, &req, &e), 0, "%s: %s", gpu_prefill_name[k], e.msg);
+            cr_assert_eq(p[k].gpu_prefill, (seam_gpu_prefill)k, "the plan carries the mode to gpu_segment_init");
+        }
+        const seam_plan *tokens = &p[GPU_PREFILL_TOKENS];
+        const int computed = plan_gpu_computed_layers(tokens);
+        // at least the f16 copy of the widest matrix the GPU layers hold
+        uint64_t largest = 0;
+        for (int il = 0; il < computed; il++) {
+            const seam_tensor *w = &model.w.layers[il].w_down;
+            largest = (uint64_t)(w->rows * w->cols) > largest ? (uint64_t)(w->rows * w->cols) : largest;
+        }
+        const uint64_t gemm = gpu_segment_prefill_bytes(&model, computed, GPU_PREFILL_GEMM);
+        cr_assert_geq(gemm, 2 * largest, "-ngl %d: %llu GEMM bytes hold no f16 copy of down's %llu weights",
+                      splits[si].n, (unsigned long long)gemm, (unsigned long long)largest);
+        cr_assert_eq(gpu_segment_prefill_bytes(&model, computed, GPU_PREFILL_TOKENS), 0);
+        for (int k = GPU_PREFILL_GEMM; k < GPU_PREFILL_COUNT; k++) {
+            cr_assert_eq(p[k].scratch[DEV_GPU] - tokens->scratch[DEV_GPU], gemm,
+                         "-ngl %d --overflow %s --gpu-prefill %s: %llu more GPU scratch bytes than tokens, want %llu",
+                         splits[si].n, plan_overflow_name[splits[si].overflow], gpu_prefill_name[k],
+                         (unsigned long long)(p[k].scratch[DEV_GPU] - tokens->scratch[DEV_GPU]),
+                         (unsigned long long)gemm);
+            cr_assert_eq(p[k].weights[DEV_GPU], tokens->weights[DEV_GPU]);
+            cr_assert_eq(p[k].kv[DEV_GPU], tokens->kv[DEV_GPU]);
+        }
+    }
+    // no GPU part: no GPU scratch, whatever the mode
+    const seam_plan_request cpu = {.head = -1, .n_ctx = 64, .gpu_budget = 1ull << 40, .gpu_prefill = GPU_PREFILL_GEMM};
+    seam_plan p;
+    seam_error e = {{0}};
+    cr_assert_eq(plan_make(&p, &model, &cpu, &e), 0, "%s", e.msg);
+    cr_assert_eq(p.scratch[DEV_GPU], 0);
+    // MoE layers run their experts token by token: no GEMM buffers under gemm
+    seam_model moe;
+    load_synthetic(&moe, "moe-small");
+    seam_plan moe_plan[2];
+    for (int k = 0; k < 2; k++) {
+        const seam_plan_request req = {.gpu_layers = moe.cfg.n_layers, .head = -1, .n_ctx = 64,
+                                       .gpu_budget = 1ull << 40, .gpu_prefill = k ? GPU_PREFILL_GEMM : GPU_PREFILL_TOKENS};
+        cr_assert_eq(plan_make(&moe_plan[k], &moe, &req, &e), 0, "%s", e.msg);
+    }
+    cr_assert_eq(moe_plan[1].scratch[DEV_GPU], moe_plan[0].scratch[DEV_GPU]);
+    model_free(&moe);
+}
+
 // The budget: the largest count that fits is accepted, one more is refused
 // with that count in the message; auto picks it; no GPU refuses GPU work.
 Test(plan, budget_and_errors) {
