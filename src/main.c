@@ -79,7 +79,8 @@ static seam_plan_request plan_request(const options *o, const seam_model *m) {
     const int n_ctx_default = m->cfg.n_ctx_train < 512 ? m->cfg.n_ctx_train : 512;
     return (seam_plan_request){.gpu_layers = o->gpu_layers, .n_cpu_moe = o->n_cpu_moe, .cpu_moe = o->cpu_moe,
                                .head = o->head, .overflow = o->overflow,
-                               .n_ctx = o->n_ctx ? o->n_ctx : n_ctx_default, .cache = o->cache};
+                               .n_ctx = o->n_ctx ? o->n_ctx : n_ctx_default, .cache = o->cache,
+                               .gpu_prefill = o->gpu_prefill};
 }
 
 static int make_plan(const options *o, const seam_model *m, bool will_run, seam_plan *p) {

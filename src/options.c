@@ -38,6 +38,9 @@ void options_usage(FILE *f) {
             "                          reading their weights over the bus), stream (on the GPU, each layer\n"
             "                          copied in while earlier ones compute) [cpu]\n"
             "      --no-graph          launch the GPU layers op by op instead of as one CUDA graph [graph]\n"
+            "      --gpu-prefill MODE  how a prompt's batches cross the GPU layers: tokens (one by one, as decode),\n"
+            "                          gemm (dequantise to f16, cuBLAS) or auto (gemm from %d tokens); only gemm\n"
+            "                          and auto hold the GEMM's GPU buffers [tokens]\n"
             "      --cpu-moe           keep every layer's experts on the CPU (MoE models)\n"
             "      --n-cpu-moe N       keep the experts of layers 0..N-1 on the CPU [0]\n"
             "      --gpu-mem SIZE      plan for a GPU with SIZE bytes free (e.g. 12G) [the device's]\n"
@@ -54,14 +57,15 @@ void options_usage(FILE *f) {
             "  seam logits -m FILE (--tokens IDS | -p TEXT) -o OUT.f32 [-c N] [-ctk T] [-ctv T]\n"
             "  seam tokenize -m FILE TEXT\n"
             "  seam plan -m FILE [-ngl N|auto] [-c N] [-ctk T] [-ctv T] [--swa-full] [--gpu-mem SIZE] [--head cpu|gpu]\n"
-            "            [--overflow MODE] [--n-cpu-moe N]\n"
+            "            [--overflow MODE] [--n-cpu-moe N] [--gpu-prefill MODE]\n"
             "\n"
             "plan also predicts decode speed on a hardware profile (models/hw/*.hw, or 'this' = this CPU measured now):\n"
             "  seam plan (-m FILE | --shape FILE.shape) -ngl LIST --hw PROFILE [-t N] [-c N] [--json FILE]\n"
             "      --hw PROFILE        predict tok/s and where the time of a token goes, per -ngl value\n"
             "      --shape FILE        the model of a shape file (models/*.shape), as seam-synth would write it\n"
             "      --json FILE         the predictions as JSON ('-' = stdout)\n"
-            "  (-ngl takes a list there: 0,20,44,48 or 0-48+4; -c is the KV cache's fill; -t [the profile's threads])\n");
+            "  (-ngl takes a list there: 0,20,44,48 or 0-48+4; -c is the KV cache's fill; -t [the profile's threads])\n",
+            GPU_GEMM_MIN_BATCH);
 }
 
 static int parse_long(const char *flag, const char *v, long lo, long hi, long *out) {
@@ -155,6 +159,10 @@ int options_parse(int argc, char **argv, options *o) {
             o->overflow = (seam_overflow)k, i++;
         } else if (IS("--no-graph")) {
             o->no_graph = true;
+        } else if (IS("--gpu-prefill")) {
+            const int k = v ? gpu_prefill_find(v) : -1;
+            if (k < 0) return fprintf(stderr, "seam: --gpu-prefill wants tokens, gemm or auto (got '%s')\n", v ? v : ""), -1;
+            o->gpu_prefill = (seam_gpu_prefill)k, i++;
         } else if (IS("--cpu-moe")) {
             o->cpu_moe = true;
         } else if (IS("--n-cpu-moe")) {

@@ -31,6 +31,7 @@ typedef struct {
     bool cpu_moe;           // --cpu-moe
     int n_cpu_moe;          // --n-cpu-moe
     bool no_graph;          // --no-graph: one launch per GPU op instead of a replayed CUDA graph
+    seam_gpu_prefill gpu_prefill;  // --gpu-prefill: how a prompt's batches cross the GPU layers
     uint64_t seed;
     float temperature;
     int top_k;

@@ -170,14 +170,14 @@ Test(cli, flag_values_are_validated, .timeout = 300) {
         {"--top-p", "x"},    {"--top-k", "-1"},  {"--top-k", "k"},    {"--seed", "-5"},  {"--seed", "s"},
         {"-ngl", "-2"},      {"-ngl", "abc"},    {"--n-cpu-moe", "-1"}, {"--gpu-mem", "0"}, {"--gpu-mem", "lots"},
         {"--head", "xpu"},   {"--overflow", "disk"}, {"-ctk", "q4_0"}, {"-ctv", "f32"}, {"--cache-type-k", "Q8_0"},
-        {"--cache-type-v", ""},
+        {"--cache-type-v", ""}, {"--gpu-prefill", "cublas"}, {"--gpu-prefill", "gemm,tokens"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", bad[i][0], bad[i][1]), bad[i][0]);
     // a value flag with nothing after it
     static const char *const needs_value[] = {"-m", "-p", "--tokens", "-n", "-c", "-t", "-ngl", "--seed", "--temp",
                                               "--top-k", "--top-p", "-o", "--timeline", "--gpu-mem", "--head", "--n-cpu-moe",
-                                              "--overflow", "-ctk", "-ctv"};
+                                              "--overflow", "-ctk", "-ctv", "--gpu-prefill"};
     for (size_t i = 0; i < sizeof needs_value / sizeof needs_value[0]; i++)
         expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", needs_value[i]), needs_value[i]);
 }
@@ -257,6 +257,29 @@ Test(cli, plan_predicts_with_the_run_defaults, .timeout = 120) {
     result_free(&r);
     expect_failure(ARGS("plan", "-m", MODEL, "-ngl", "1", "--hw", SEAM_SOURCE_DIR "/models/hw/h200.hw", "-ctk", "q8_0"),
                    "multiple of 32");
+}
+
+// seam plan's GPU memory follows --gpu-prefill as a run's does: the batched
+// prefill's GEMM buffers (the f16 copy of the largest matrix and the batch's
+// activations, about 12 MiB on the Qwen3-0.6B shape) are in the GPU scratch
+// under gemm and auto, not under the default tokens.
+Test(cli, plan_counts_the_gemm_buffers_of_its_prefill_mode, .timeout = 120) {
+    static const char *const modes[] = {"tokens", "gemm", "auto"};
+    double scratch[3];
+    for (int k = 0; k < 3; k++) {
+        result r = run(ARGS("plan", "--shape", SEAM_SOURCE_DIR "/models/qwen3-0.6b.shape", "-ngl", "28", "--gpu-mem",
+                            "8G", "--gpu-prefill", modes[k]));
+        cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "plan --gpu-prefill %s failed:\n%s", modes[k],
+                  r.err);
+        const char *gpu = strstr(r.err, "\n  GPU  ");
+        double weights, kv;
+        cr_assert(gpu && sscanf(gpu, " GPU %*s %lf MiB %lf MiB %lf MiB", &weights, &kv, &scratch[k]) == 3,
+                  "--gpu-prefill %s: no GPU row in the plan:\n%s", modes[k], r.err);
+        result_free(&r);
+    }
+    cr_assert_gt(scratch[1] - scratch[0], 8.0, "the GEMM adds %.1f MiB of GPU scratch (tokens %.1f, gemm %.1f)",
+                 scratch[1] - scratch[0], scratch[0], scratch[1]);
+    cr_assert_eq(scratch[2], scratch[1], "auto holds the GEMM's buffers as gemm does");
 }
 
 Test(cli, gpu_layers_without_a_gpu, .timeout = 120) {
