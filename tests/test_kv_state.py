@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_kv_state.py -- bench/compare_llamacpp.py's convert_kv_state on hand-made
+"""test_kv_state.py -- bench/kv_state.py's convert_kv_state on hand-made
 llama.cpp sequence states (no llama.cpp needed): the cells' metadata kept, V
 untransposed, K and V quantised to q8_0 by ggml's rule, bad states refused.
 
@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-from compare_llamacpp import GGML_F16, GGML_Q8_0, STATE_SEQ_MAGIC, convert_kv_state, hadamard, kv_rotation  # noqa: E402
+from kv_state import GGML_F16, GGML_Q8_0, STATE_SEQ_MAGIC, convert_kv_state, hadamard, kv_rotation  # noqa: E402
 
 N_CELLS, N_EMBD, N_LAYER = 3, 64, 2  # 64 = two q8_0 blocks a row
 
