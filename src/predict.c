@@ -69,8 +69,9 @@ typedef struct {
 static double hw_get(const hw_profile *hw, hw_key k, double def) { return hw->set[k] ? hw->v[k] : def; }
 
 // The CPU's matvecs over r streamed from memory, per type: at the speed
-// the kernels stream them (which holds each call's cost), or where that is
+// the kernels stream a long matrix (cpu_stream_gbs), or where that is
 // unknown the slower of the read bandwidth and the kernels on the threads.
+// Each call's fixed cost is cpu_jobs_fixed_us's, added by the caller.
 static double cpu_streamed_us(const ctx *x, const reads *r) {
     double ns = 0;
     for (int t = 0; t < GGML_TYPE_COUNT; t++) {
@@ -126,6 +127,9 @@ static int layer_jobs(const seam_model *m, int il, bool experts_only, cpu_job *j
 // A job's fixed cost to the pool (none on one thread, which makes it a call).
 static double job_us(const ctx *x) { return x->threads > 1 ? hw_get(x->hw, HW_CPU_JOB_US, 0) : 0; }
 
+// n matmul jobs' fixed costs: each the caller's call and the pool's job.
+static double cpu_jobs_fixed_us(const ctx *x, int n) { return n * (hw_get(x->hw, HW_CPU_CALL_US, 0) + job_us(x)); }
+
 // A matmul job on weights in cache: the caller's fixed cost of the call,
 // the pool's, and the job's grabs of rows at the dot kernels' speed
 // (row_ns + bytes / dot_gbs; where the profile lacks them, a thread's share
@@ -139,8 +143,7 @@ static double cpu_job_us(const ctx *x, const cpu_job *j) {
         row_us[i] = 1e-3 * (dot > 0 ? x->hw->cpu_dot_row_ns[w[i]->type] + w[i]->row_bytes / dot
                                     : w[i]->row_bytes * x->threads / x->cpu_gbs);
     }
-    return hw_get(x->hw, HW_CPU_CALL_US, 0) + job_us(x) +
-           cpu_matmul_schedule_us(x->threads, hw_get(x->hw, HW_CPU_WAKE_US, 0), j->n, w, row_us);
+    return cpu_jobs_fixed_us(x, 1) + cpu_matmul_schedule_us(x->threads, hw_get(x->hw, HW_CPU_WAKE_US, 0), j->n, w, row_us);
 }
 
 static double cpu_jobs_us(const ctx *x, int n, const cpu_job *jobs) {
@@ -281,7 +284,8 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         if (!experts_here) {
             cpu_job jobs[LAYER_JOBS(c)];
             const int n = layer_jobs(m, il, true, jobs);
-            extend(&cpu_exp, il, total(&r.experts), x.in_cache ? cpu_jobs_us(&x, n, jobs) : cpu_streamed_us(&x, &r.experts));
+            extend(&cpu_exp, il, total(&r.experts),
+                   x.in_cache ? cpu_jobs_us(&x, n, jobs) : cpu_streamed_us(&x, &r.experts) + cpu_jobs_fixed_us(&x, n));
             n_cpu_experts++;
         }
     }
@@ -309,8 +313,10 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         const uint64_t bytes = total(&r.shared) + total(&r.experts);
         cpu_job jobs[LAYER_JOBS(c)];
         const int n = layer_jobs(m, il, false, jobs);
-        const double us = (x.in_cache ? cpu_jobs_us(&x, n, jobs) : cpu_streamed_us(&x, &r.shared) + cpu_streamed_us(&x, &r.experts)) +
-                          cpu_attention_us(&x, il, fill);
+        const double weights_us = x.in_cache ? cpu_jobs_us(&x, n, jobs)
+                                             : cpu_streamed_us(&x, &r.shared) + cpu_streamed_us(&x, &r.experts) +
+                                                   cpu_jobs_fixed_us(&x, n);
+        const double us = weights_us + cpu_attention_us(&x, il, fill);
         extend(&cpu, il, bytes + (uint64_t)(plan_kv_visible(c, il, fill - 1) * x.kv_per_pos), us);
     }
     flush(pr, &cpu, LANE_CPU, PART_CPU_LAYERS, "layers");
@@ -325,8 +331,8 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         step(pr, LANE_BUS, PART_CROSSING, logits, crossing_us(&x, logits), "D2H logits", 0, 0);
     } else {
         const cpu_job job = {{m->w.output}, 1};
-        step(pr, LANE_CPU, PART_HEAD, head_bytes, x.in_cache ? cpu_job_us(&x, &job) : cpu_streamed_us(&x, &head),
-             "output head", 0, 0);
+        step(pr, LANE_CPU, PART_HEAD, head_bytes,
+             x.in_cache ? cpu_job_us(&x, &job) : cpu_streamed_us(&x, &head) + cpu_jobs_fixed_us(&x, 1), "output head", 0, 0);
     }
 
     for (int i = 0; i < pr->n_steps; i++) {

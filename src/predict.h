@@ -13,7 +13,8 @@
 //
 //   GPU layer   (active weights + KV read at the fill) / (peak * efficiency)
 //               + kernels * kernel_us
-//   CPU layer   weights streamed from memory: per weight type bytes / stream_gbs[type] (at t threads)
+//   CPU layer   weights streamed from memory: per weight type bytes / stream_gbs[type] (at t threads),
+//               and each pool job's call_us + job_us (t > 1)
 //               weights in the last-level cache: engine.c's pool jobs (q/k/v, output, gate/up, down;
 //               MoE: router, per chosen expert gate/up and down), each call_us + job_us (t > 1) + its
 //               row grabs (cpu_matvec_grab, row_ns + bytes / dot_gbs each) given to the thread free

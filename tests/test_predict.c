@@ -225,8 +225,9 @@ Test(predict, attention_jobs_of_grouped_queries_over_the_threads) {
     const double job = 100 * 770e-3, weights = model_layer_active_bytes(&counted, 0) * 1e-3;
     // one thread: the two jobs one after the other, no pool
     NEAR(predict_on(0, -1, OVERFLOW_CPU, &hw, 1).part_us[PART_CPU_LAYERS], weights + 2 * job);
-    // two: the pool's 2 us, the caller's job from 0, the worker's from 1 us
-    NEAR(predict_on(0, -1, OVERFLOW_CPU, &hw, 2).part_us[PART_CPU_LAYERS], weights + 2 + 1 + job);
+    // two: the weights' 4 jobs and attention's one at the pool's 2 us each,
+    // the caller's attention job from 0, the worker's from 1 us
+    NEAR(predict_on(0, -1, OVERFLOW_CPU, &hw, 2).part_us[PART_CPU_LAYERS], weights + 4 * 2 + 2 + 1 + job);
     model_free(&counted);
 }
 
@@ -246,6 +247,26 @@ Test(predict, small_matrices_in_cache_are_jobs_of_row_grabs) {
     // and 60 (64..124), the worker, from 1 us, 60 (..61), 60 (..121) and 12
     // (..133); the call, the job and 133 us
     NEAR(predict_on(0, -1, OVERFLOW_CPU, &hw, 2).part_us[PART_HEAD], 5 + 2 + 133);
+    model_free(&counted);
+}
+
+// Weights streamed from memory (no last-cache figure): bytes at the
+// kernels' streaming speed, and each matmul job's fixed cost on top.
+Test(predict, streamed_weights_pay_each_jobs_fixed_cost) {
+    load_counted(1);
+    const hw_profile hw = parsed("name = streamed\ncpu_read_gbs = 1 # measured: x\ncpu_stream_gbs.Q8_0 = 2 # measured: x\n"
+                                 "cpu_call_us = 5 # measured: x\ncpu_job_us = 2 # measured: x\n");
+    // the layer: 7 x 69632 B of Q8_0 at 2 GB/s, its two F32 norms (2048 B)
+    // at the read bandwidth, 100 positions of KV (102400 B); its 4 jobs
+    // (q/k/v, o, gate/up, down). The head: 69632 B of Q8_0 and its norm
+    // (1024 B), one job.
+    const double layer = 487.424 / 2 + 2.048 + 102.4, head = 69.632 / 2 + 1.024;
+    const seam_prediction one = predict_on(0, -1, OVERFLOW_CPU, &hw, 1), two = predict_on(0, -1, OVERFLOW_CPU, &hw, 2);
+    NEAR(one.part_us[PART_CPU_LAYERS], layer + 4 * 5);
+    NEAR(one.part_us[PART_HEAD], head + 5);
+    // on two threads each job also pays the pool's 2 us
+    NEAR(two.part_us[PART_CPU_LAYERS], layer + 4 * (5 + 2));
+    NEAR(two.part_us[PART_HEAD], head + 5 + 2);
     model_free(&counted);
 }
 

@@ -164,21 +164,17 @@ double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes) {
     enum { COLS = 1024 };
     uint64_t rng = 42;
     const seam_tensor w = matrix(type, (int64_t)(bytes / ggml_row_bytes(type, COLS)), COLS, &rng);
-    // one matvec per MiB of rows: a layer's matrices are a few MiB, each its
-    // own job whose threads start and finish together
-    const int64_t chunk = (int64_t)((1u << 20) / w.row_bytes);
-    float x[COLS], *out = malloc(sizeof(float) * (size_t)chunk);
+    // one matvec over every row, as the output head is: the kernels' rate
+    // with no call's start and finish in it (predict.c adds those per job)
+    float x[COLS], *out = malloc(sizeof(float) * (size_t)w.rows);
     void *act = malloc(cpu_matvec_scratch_bytes(COLS));
     double gbs = -1, runs[5];
     if (w.data && out && act) {
         for (int i = 0; i < COLS; i++) x[i] = uniform(&rng);
         for (int r = -1; r < 5; r++) {  // r = -1: the warm-up
             const double t = seam_now();
-            for (int64_t first = 0; first + chunk <= w.rows; first += chunk) {
-                const seam_tensor part = tensor_rows(&w, first, chunk);
-                cpu_matvec(pool, &part, x, out, act);
-            }
-            if (r >= 0) runs[r] = (double)(w.rows / chunk * chunk) * w.row_bytes / (seam_now() - t) / 1e9;
+            cpu_matvec(pool, &w, x, out, act);
+            if (r >= 0) runs[r] = (double)w.n_bytes / (seam_now() - t) / 1e9;
         }
         seam_sort_doubles(runs, 5);
         gbs = runs[2];

@@ -34,11 +34,11 @@ double cpu_speed_dot_all(seam_pool *pool, uint32_t type, int64_t cols, int rows)
 double cpu_speed_batch(uint32_t type, int64_t cols, int rows, int n_act);
 
 // cpu_matvec over `bytes` of rows of 1024 weights of `type` (far larger than
-// the caches), one call per MiB of rows, on the pool's threads: GB/s of
-// weight bytes streamed from memory through the kernels, the median of 5
-// after a warm-up; -1 when out of memory. What decode's matrices reach: the
-// read bandwidth, less what the kernels' own work and each call's start and
-// finish keep the threads from reading.
+// the caches), one call on the pool's threads as the output head is: GB/s
+// of weight bytes streamed from memory through the kernels, the median of 5
+// after a warm-up; -1 when out of memory. The read bandwidth less what the
+// kernels' own work keeps the threads from reading; a call's start and
+// finish are apart (cpu_speed_matvec_jobs).
 double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes);
 
 // Decode's attention (cpu_attention, one query position) on every thread
