@@ -168,16 +168,17 @@ double cpu_speed_stream(seam_pool *pool, uint32_t type, uint64_t bytes) {
     // with no call's start and finish in it (predict.c adds those per job)
     float x[COLS], *out = malloc(sizeof(float) * (size_t)w.rows);
     void *act = malloc(cpu_matvec_scratch_bytes(COLS));
-    double gbs = -1, runs[5];
+    enum { STREAM_RUNS = 15 };  // a run is ~20 ms: 15 span a moment of a shared machine, not an instant
+    double gbs = -1, runs[STREAM_RUNS];
     if (w.data && out && act) {
         for (int i = 0; i < COLS; i++) x[i] = uniform(&rng);
-        for (int r = -1; r < 5; r++) {  // r = -1: the warm-up
+        for (int r = -1; r < STREAM_RUNS; r++) {  // r = -1: the warm-up
             const double t = seam_now();
             cpu_matvec(pool, &w, x, out, act);
             if (r >= 0) runs[r] = (double)w.n_bytes / (seam_now() - t) / 1e9;
         }
-        seam_sort_doubles(runs, 5);
-        gbs = runs[2];
+        seam_sort_doubles(runs, STREAM_RUNS);
+        gbs = runs[STREAM_RUNS / 2];
     }
     if (w.data) munmap((void *)w.data, w.n_bytes);
     free(out), free(act);

@@ -35,7 +35,7 @@ double cpu_speed_batch(uint32_t type, int64_t cols, int rows, int n_act);
 
 // cpu_matvec over `bytes` of rows of 1024 weights of `type` (far larger than
 // the caches), one call on the pool's threads as the output head is: GB/s
-// of weight bytes streamed from memory through the kernels, the median of 5
+// of weight bytes streamed from memory through the kernels, the median of 15
 // after a warm-up; -1 when out of memory. The read bandwidth less what the
 // kernels' own work keeps the threads from reading; a call's start and
 // finish are apart (cpu_speed_matvec_jobs).
