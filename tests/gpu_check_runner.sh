@@ -53,7 +53,9 @@ expect "killed at its own limit" summary_has '^FAIL  slow .*killed at its limit 
 # a step still running at the deadline is killed with what it started
 step long -- bash -c 'sleep 60 & echo $! >"$1"; wait' _ "$work/child.pid"
 expect "killed at the deadline" summary_has '^FAIL  long .*killed at the deadline'
-expect "the run stopped near the deadline" test $((SECONDS - t0)) -le 12
+# (the step sleeps 60 s: 20 s proves it was cut, with room for a loaded
+# machine's archive rewrites -- 12 s failed once beside a benchmark)
+expect "the run stopped near the deadline" test $((SECONDS - t0)) -le 20
 gone() {  # PIDFILE: its process has ended (a zombie waiting for a reaper has)
     local state
     state=$(awk '{print $3}' "/proc/$(cat "$1")/stat" 2>/dev/null) || return 0
