@@ -22,7 +22,8 @@ static int blas_fail(seam_error *e, const char *what, cublasStatus_t st) {
     return seam_fail(e, "%s failed: cuBLAS status %d (%s)", what, (int)st, cublasGetStatusString(st));
 }
 
-extern "C" int seam_cuda_blas_create(seam_cuda_blas **out, seam_cuda_stream *s, seam_error *e) {
+extern "C" int seam_cuda_blas_create(seam_cuda_blas **out, seam_cuda_stream *s, void *workspace,
+                                     size_t workspace_bytes, seam_error *e) {
     *out = NULL;
     seam_cuda_blas *b = (seam_cuda_blas *)calloc(1, sizeof *b);
     if (!b) return seam_fail(e, "out of memory for a cuBLAS handle");
@@ -31,10 +32,15 @@ extern "C" int seam_cuda_blas_create(seam_cuda_blas **out, seam_cuda_stream *s, 
         free(b);
         return blas_fail(e, "cublasCreate", st);
     }
-    if ((st = cublasSetStream(b->h, stream_of(s))) != CUBLAS_STATUS_SUCCESS) {
+    const char *what = "cublasSetStream";
+    if ((st = cublasSetStream(b->h, stream_of(s))) == CUBLAS_STATUS_SUCCESS) {
+        what = "cublasSetWorkspace";
+        st = cublasSetWorkspace(b->h, workspace, workspace_bytes);
+    }
+    if (st != CUBLAS_STATUS_SUCCESS) {
         cublasDestroy(b->h);
         free(b);
-        return blas_fail(e, "cublasSetStream", st);
+        return blas_fail(e, what, st);
     }
     *out = b;
     return 0;

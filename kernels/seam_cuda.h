@@ -188,7 +188,10 @@ int seam_cuda_dequantize_f16(seam_cuda_stream *s, uint32_t type, const void *w, 
                              uint16_t *out, seam_error *e);
 
 typedef struct seam_cuda_blas seam_cuda_blas;  // a cuBLAS handle bound to one stream
-int seam_cuda_blas_create(seam_cuda_blas **b, seam_cuda_stream *s, seam_error *e);
+// The handle works in the caller's device buffer (workspace_bytes), which
+// must outlive it: cuBLAS then allocates none of its own.
+int seam_cuda_blas_create(seam_cuda_blas **b, seam_cuda_stream *s, void *workspace, size_t workspace_bytes,
+                          seam_error *e);
 void seam_cuda_blas_destroy(seam_cuda_blas *b);
 
 // out (n, rows) = x (n, cols) . W (rows, cols)^T on b's stream s: x16 the

@@ -18,10 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PREFILL_BUFFERS = 10 };
+enum { PREFILL_BUFFERS = 11 };
+// cuBLAS's workspace, given to it (cublasSetWorkspace) so that the plan
+// counts it: its default on Hopper, the largest it takes (cuBLAS docs).
+#define GPU_BLAS_WORKSPACE_BYTES (32ull << 20)
 
-// The batched path's device buffers (gpu_segment's bx .. w16, in that
-// order): false where it does not run (mode never takes the GEMM, MoE, no
+// The batched path's device buffers (gpu_segment's bx .. w16 and cuBLAS's
+// workspace, in that order): false where it does not run (mode never takes the GEMM, MoE, no
 // layers).
 static bool prefill_sizes(const seam_model *m, int n_layers, seam_gpu_prefill mode, uint64_t bytes[PREFILL_BUFFERS]) {
     const seam_config *c = &m->cfg;
@@ -40,7 +43,7 @@ static bool prefill_sizes(const seam_model *m, int n_layers, seam_gpu_prefill mo
     }
     const uint64_t sizes[PREFILL_BUFFERS] = {
         4 * U * E, 4 * U * wide, 4 * U * E, 4 * U * q_dim, 4 * U * kv_dim, 4 * U * kv_dim, 4 * U * F, 4 * U * F,
-        2 * U * (uint64_t)gpu_segment_scratch_cols(c).scratch, 2 * largest,
+        2 * U * (uint64_t)gpu_segment_scratch_cols(c).scratch, 2 * largest, GPU_BLAS_WORKSPACE_BYTES,
     };
     memcpy(bytes, sizes, sizeof sizes);
     return true;
@@ -156,6 +159,7 @@ struct gpu_segment {
     float *bhb, *bhb2;        // (SEAM_UBATCH, n_ff) FFN gate, up
     uint16_t *x16;            // (SEAM_UBATCH, widest input) a product's input in f16
     uint16_t *w16;            // the largest matrix of the segment's layers in f16
+    void *blas_workspace;     // GPU_BLAS_WORKSPACE_BYTES, cuBLAS's
     void **allocations;       // every device buffer, for gpu_segment_free
     int n_allocations, cap_allocations;
 };
@@ -319,10 +323,11 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
         void **const batch_buf[PREFILL_BUFFERS] = {
             (void **)&g->bx, (void **)&g->bxb, (void **)&g->bxb2, (void **)&g->bq,  (void **)&g->bk,
             (void **)&g->bv, (void **)&g->bhb, (void **)&g->bhb2, (void **)&g->x16, (void **)&g->w16,
+            &g->blas_workspace,
         };
         for (int i = 0; i < PREFILL_BUFFERS; i++)
             rc = rc || dev_alloc(g, batch_buf[i], batch_bytes[i], "the batched prefill", e);
-        rc = rc || seam_cuda_blas_create(&g->blas, g->stream, e);
+        rc = rc || seam_cuda_blas_create(&g->blas, g->stream, g->blas_workspace, GPU_BLAS_WORKSPACE_BYTES, e);
     }
     const int n_streamed = g->overflow == OVERFLOW_STREAM ? g->n_layers - g->resident : 0;
     if (!rc && n_streamed > 0) {

@@ -12,7 +12,8 @@
 
 // Working memory beyond the activations: the CUDA context's own, the graph,
 // the quantised activation buffers and, where the prefill takes the GEMM,
-// cuBLAS's handle and workspace. A round figure, checked after loading.
+// cuBLAS's handle (its workspace is one of the GEMM's buffers, counted
+// apart). A round figure, checked after loading.
 #define GPU_RESERVE (64ull << 20)
 
 const char *const plan_overflow_name[OVERFLOW_COUNT] = {"cpu", "mapped", "stream"};

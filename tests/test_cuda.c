@@ -415,7 +415,9 @@ Test(cuda, matmul_matches_reference) {
     seam_cuda_stream *s;
     seam_cuda_blas *blas;
     OK(seam_cuda_stream_create(&s, &err));
-    OK(seam_cuda_blas_create(&blas, s, &err));
+    const size_t workspace_bytes = 4u << 20;  // cuBLAS's own default on pre-Hopper cards
+    void *workspace = dev_alloc(workspace_bytes);
+    OK(seam_cuda_blas_create(&blas, s, workspace, workspace_bytes, &err));
     const int n = 7;
     for (size_t t = 0; t < sizeof matvec_types / sizeof *matvec_types; t++) {
         const uint32_t type = matvec_types[t];
@@ -448,6 +450,7 @@ Test(cuda, matmul_matches_reference) {
         free(w), free(x), free(got), free(w16);
     }
     seam_cuda_blas_destroy(blas);
+    seam_cuda_free(workspace);
     seam_cuda_stream_destroy(s);
 }
 
