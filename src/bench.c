@@ -74,6 +74,8 @@ typedef struct {
     double kv_bytes;      // tg: KV cache bytes one token's attention reads (the mean over its positions)
     double gbs;           // tg: bytes read per second (mean), weights and KV
     double read_limit;    // tg: the memory probe's read GB/s on these threads (0: not measured)
+    double segment_us[SEG_COUNT];  // tg: a decoded token's mean time in each segment (GPU, CPU layers, head)
+    double cpu_attention_us;       // tg: of the CPU layers', its attention's
     uint64_t mem, mem_pred;          // host bytes held after the test, and the plan's prediction
     uint64_t gpu_mem, gpu_mem_pred;  // the same on the GPU (0 without one)
 } bench_row;
@@ -237,6 +239,16 @@ static int run_once(seam_engine *eng, const bench_row *row, const int *ids, doub
     return 0;
 }
 
+// The mean time of each segment, and of the CPU layers' attention, over
+// the timeline's tokens from `from` on.
+static void segment_means(const seam_timeline *t, size_t from, bench_row *row) {
+    const double n = (double)(t->n_tokens - from);
+    for (size_t i = from; i < t->n_tokens; i++) {
+        for (int k = 0; k < SEG_COUNT; k++) row->segment_us[k] += t->tokens[i].segment_us[k] / n;
+        row->cpu_attention_us += t->tokens[i].cpu_attention_us / n;
+    }
+}
+
 static void finish_row(bench_row *row) {
     double sum = 0, sq = 0;
     for (int r = 0; r < row->reps; r++) sum += row->ts[r];
@@ -300,10 +312,11 @@ static void print_json(const bench_row *rows, int n) {
         for (int k = 0; k < r->reps; k++) printf(k ? ", %.4f" : "%.4f", r->ts[k]);
         printf("], \"weight_bytes\": %.0f, \"kv_bytes\": %.0f, \"gbps\": %.4f, \"read_gbps\": %.4f, "
                "\"host_bytes\": %llu, \"host_predicted\": %llu, \"gpu_bytes\": %llu, \"gpu_predicted\": %llu, "
-               "\"gpu_prefill\": \"%s\"}%s\n",
+               "\"gpu_prefill\": \"%s\", \"segments_us\": {\"gpu\": %.3f, \"cpu\": %.3f, \"cpu_attention\": %.3f, \"head\": %.3f}}%s\n",
                r->weight_bytes, r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem,
                (unsigned long long)r->mem_pred, (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred,
-               gpu_prefill_name[r->gpu_prefill], i + 1 < n ? "," : "");
+               gpu_prefill_name[r->gpu_prefill], r->segment_us[SEG_GPU], r->segment_us[SEG_CPU], r->cpu_attention_us, r->segment_us[SEG_HEAD],
+               i + 1 < n ? "," : "");
     }
     printf("]\n");
 }
@@ -416,8 +429,10 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                 test_tokens(ids, sizes->v[s], m->cfg.n_vocab, (uint64_t)sizes->v[s] * 2 + (uint64_t)kind);
                 char test[48];
                 test_name(row, test, sizeof test);
+                size_t timed_from = eng.timeline.n_tokens;
                 for (int r = -1; r < o->reps && rc == 0; r++) {  // r = -1: the warm-up
                     double sec;
+                    if (r == 0) timed_from = eng.timeline.n_tokens;
                     if (run_once(&eng, row, ids, &sec, &e)) {
                         fprintf(stderr, "seam bench: %s: %s\n", what, e.msg);
                         rc = -1;
@@ -434,6 +449,7 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                     for (int i = 0; i < row->n_gen; i++)
                         row->kv_bytes += (double)plan_kv_read_bytes(&m->cfg, cf->cache, 0, m->cfg.n_layers, depth + i);
                     row->kv_bytes /= row->n_gen;
+                    segment_means(&eng.timeline, timed_from, row);
                     row->read_limit = gpu ? 0 : read_limit_for(cf->threads, bw_cache);
                 }
                 finish_row(row);

@@ -211,7 +211,9 @@ cpu_kv engine_kv_layer(const seam_engine *eng, int il) {
                     .k_type = plan_kv_ggml_type[kv->cfg.k], .v_type = plan_kv_ggml_type[kv->cfg.v], .ring = kv->rows[il]};
 }
 
-static void attention_block(seam_engine *eng, const seam_layer_weights *l, int il, int pos) {
+// Returns the seconds its attention over the cache took (the timeline's
+// share of the CPU layers).
+static double attention_block(seam_engine *eng, const seam_layer_weights *l, int il, int pos) {
     const seam_config *c = &eng->model->cfg;
     seam_state *s = &eng->s;
 
@@ -228,14 +230,17 @@ static void attention_block(seam_engine *eng, const seam_layer_weights *l, int i
     // layer sees only the last n_swa of them)
     const int t1 = pos + 1, t0 = t1 - plan_kv_visible(c, il, pos);
     const cpu_kv kv = engine_kv_layer(eng, il);
+    const double t_attention = seam_now();
     cpu_attention(eng->pool, 1, s->xb, 0, s->q, 0, &kv, c->n_heads, c->n_kv_heads, c->head_dim, &t0, &t1,
                   c->kq_scale, s->att, cpu_attention_scratch_floats(eng->n_ctx, c->head_dim));
+    const double attention_s = seam_now() - t_attention;
     engine_attention_out(eng, s->xb);
 
     // output projection (gemma3 norms it), back into the residual stream
     cpu_matvec(eng->pool, &l->wo, s->xb, s->xb2, s->act);
     if (c->post_norms) cpu_rmsnorm(s->xb2, s->xb2, l->attn_post_norm.data, c->n_embd, c->rms_eps);
     for (int i = 0; i < c->n_embd; i++) s->x[i] += s->xb2[i];
+    return attention_s;
 }
 
 // The mixture of experts, as llama.cpp's build_moe_ffn with softmax gating:
@@ -333,7 +338,7 @@ static int forward(seam_engine *eng, int token, int pos, bool prefill, float **l
     const double t_layers = seam_now();
     for (int il = eng->gpu_layers; il < c->n_layers; il++) {
         const seam_layer_weights *l = &m->w.layers[il];
-        attention_block(eng, l, il, pos);
+        tt.cpu_attention_us += 1e6 * attention_block(eng, l, il, pos);
         ffn_block(eng, l);
     }
     const double t_head = seam_now();

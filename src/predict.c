@@ -316,7 +316,9 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         const double weights_us = x.in_cache ? cpu_jobs_us(&x, n, jobs)
                                              : cpu_streamed_us(&x, &r.shared) + cpu_streamed_us(&x, &r.experts) +
                                                    cpu_jobs_fixed_us(&x, n);
-        const double us = weights_us + cpu_attention_us(&x, il, fill);
+        const double attention_us = cpu_attention_us(&x, il, fill);
+        pr->cpu_attention_us += attention_us;
+        const double us = weights_us + attention_us;
         extend(&cpu, il, bytes + (uint64_t)(plan_kv_visible(c, il, fill - 1) * x.kv_per_pos), us);
     }
     flush(pr, &cpu, LANE_CPU, PART_CPU_LAYERS, "layers");
@@ -363,9 +365,10 @@ void predict_write_json(const seam_prediction *pr, FILE *out) {
     static const char *DEV[DEV_COUNT] = {"cpu", "gpu"};
     fprintf(out,
             "{\"n_gpu_layers\": %d, \"n_layers\": %d, \"overflow\": \"%s\", \"head\": \"%s\", \"n_threads\": %d, "
-            "\"fill\": %d, \"tok_s\": %.4f, \"token_us\": %.3f, \"gpu_busy_us\": %.3f, \"gpu_idle_us\": %.3f, \"parts_us\": {",
+            "\"fill\": %d, \"tok_s\": %.4f, \"token_us\": %.3f, \"gpu_busy_us\": %.3f, \"gpu_idle_us\": %.3f, "
+            "\"cpu_attention_us\": %.3f, \"parts_us\": {",
             pr->gpu_layers, pr->n_layers, plan_overflow_name[pr->overflow], DEV[pr->head], pr->n_threads, pr->fill,
-            pr->tok_s, pr->token_us, pr->gpu_busy_us, pr->gpu_idle_us);
+            pr->tok_s, pr->token_us, pr->gpu_busy_us, pr->gpu_idle_us, pr->cpu_attention_us);
     for (int k = 0; k < PART_COUNT; k++) fprintf(out, "%s\"%s\": %.3f", k ? ", " : "", predict_part_name[k], pr->part_us[k]);
     fprintf(out, "}, \"steps\": [");
     for (int i = 0; i < pr->n_steps; i++) {

@@ -72,6 +72,7 @@ typedef struct {
     int n_steps;
     double part_us[PART_COUNT];
     double token_us, gpu_busy_us, gpu_idle_us;
+    double cpu_attention_us;  // of part_us[PART_CPU_LAYERS]: the CPU layers' attention over the KV cache
     double tok_s;
 } seam_prediction;
 

@@ -126,8 +126,12 @@ void timeline_report(const seam_timeline *t, FILE *out) {
         if (!t->tokens[i].prefill) v[k++] = t->tokens[i].token_us;
     const stats token = summarise(v, n);
     token_mean = token.mean;
+    double attention_mean = 0;
     for (size_t i = 0; i < t->n_tokens; i++)
-        if (!t->tokens[i].prefill) idle_mean += t->tokens[i].gpu_idle_us / (double)n;
+        if (!t->tokens[i].prefill) {
+            idle_mean += t->tokens[i].gpu_idle_us / (double)n;
+            attention_mean += t->tokens[i].cpu_attention_us / (double)n;
+        }
     for (size_t i = 0; i < t->n_crossings; i++) {
         const seam_crossing *c = &t->crossings[i];
         for (size_t j = 0; j < t->n_tokens; j++)
@@ -143,6 +147,9 @@ void timeline_report(const seam_timeline *t, FILE *out) {
         parts += seg_mean[s];
         if (seg_mean[s] > 0)
             fprintf(out, "  %-22s %10.3f %7.1f%%\n", SEGMENTS[s], seg_mean[s] / 1e3, 100 * seg_mean[s] / token_mean);
+        if (s == SEG_CPU && attention_mean > 0)
+            fprintf(out, "    %-20s %10.3f %7.1f%%   (of the CPU layers: over the KV cache)\n", "attention",
+                    attention_mean / 1e3, 100 * attention_mean / token_mean);
     }
     if (cross_mean > 0)
         fprintf(out, "  %-22s %10.3f %7.1f%%\n", "crossings", cross_mean / 1e3, 100 * cross_mean / token_mean);
@@ -175,9 +182,9 @@ int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e)
     for (size_t i = 0; i < t->n_tokens; i++) {
         const seam_token_time *tt = &t->tokens[i];
         fprintf(f, "%s\n    {\"token\": %d, \"pos\": %d, \"prefill\": %s, \"gpu_us\": %.3f, \"cpu_us\": %.3f, "
-                   "\"head_us\": %.3f, \"gpu_idle_us\": %.3f, \"token_us\": %.3f}",
+                   "\"cpu_attention_us\": %.3f, \"head_us\": %.3f, \"gpu_idle_us\": %.3f, \"token_us\": %.3f}",
                 i ? "," : "", tt->token, tt->pos, tt->prefill ? "true" : "false", tt->segment_us[SEG_GPU],
-                tt->segment_us[SEG_CPU], tt->segment_us[SEG_HEAD], tt->gpu_idle_us, tt->token_us);
+                tt->segment_us[SEG_CPU], tt->cpu_attention_us, tt->segment_us[SEG_HEAD], tt->gpu_idle_us, tt->token_us);
     }
     fprintf(f, "\n  ]\n}\n");
     if (fclose(f)) return seam_fail(e, "writing %s failed", path);

@@ -36,6 +36,8 @@ typedef struct {
     int token;
     int pos;
     double segment_us[SEG_COUNT];  // compute time of each segment (GPU: CUDA events around its launch and ops)
+    double cpu_attention_us;       // of segment_us[SEG_CPU]: attention over the KV cache (the rest: the matrices,
+                                   // norms, rope)
     double gpu_idle_us;            // the GPU waiting while the CPU works
     double token_us;               // host wall time of the whole token
     int prefill;                   // 1 for a prompt token

@@ -353,6 +353,27 @@ Test(cli, help_lists_every_flag_with_its_default, .timeout = 60) {
     free((void *)help);
 }
 
+// A member's number in JSON text, from `from` on.
+static double json_number(const char *from, const char *key) {
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"%s\": ", key);
+    const char *p = strstr(from, quoted);
+    cr_assert(p, "no %s in:\n%s", key, from);
+    return strtod(p + strlen(quoted), NULL);
+}
+
+// The first tg row's segments (a decoded token's time in the CPU layers,
+// their attention, the head) are there and fit in its token time.
+static void assert_tg_segments_add_up(const char *json) {
+    const char *row = strstr(json, "\"test\": \"tg");
+    cr_assert(row);
+    const double token_us = 1e6 / json_number(row, "avg_ts"), cpu = json_number(row, "cpu"),
+                 attention = json_number(row, "cpu_attention"), head = json_number(row, "head");
+    cr_assert(cpu > 0 && head > 0 && attention > 0 && attention < cpu, "segments cpu %g, attention %g, head %g", cpu,
+              attention, head);
+    cr_assert(cpu + head < token_us * 1.5, "segments %g + %g us against a %g us token", cpu, head, token_us);
+}
+
 // seam bench: a run in each output format (one row per test, the counts it
 // was asked for), and its own flags validated.
 Test(cli, bench_runs_and_validates, .timeout = 300) {
@@ -365,7 +386,10 @@ Test(cli, bench_runs_and_validates, .timeout = 300) {
         for (const char *p = r.out; (p = strstr(p, tg_mark[f])); p++) tests++;
         cr_assert_eq(tests, 4, "-o %s: %d tg rows, want 2 lengths x 2 thread counts:\n%s", formats[f], tests, r.out);
         cr_assert(strstr(r.out, "pp8"), "-o %s: no pp8 row:\n%s", formats[f], r.out);
-        if (f == 1) cr_assert(strstr(r.out, "\"samples_ts\": ["), "json: no samples:\n%s", r.out);
+        if (f == 1) {
+            cr_assert(strstr(r.out, "\"samples_ts\": ["), "json: no samples:\n%s", r.out);
+            assert_tg_segments_add_up(r.out);
+        }
         result_free(&r);
     }
     static const char *const bad[][2] = {
