@@ -13,7 +13,7 @@
 
 const char *const hw_key_name[HW_KEYS] = {
     "cpu_threads", "cpu_read_gbs", "cpu_read_gbs_1", "cpu_attn_read_gbs", "cpu_attn_gbs", "cpu_attn_pos_ns",
-    "cpu_call_us", "cpu_job_us", "cpu_wake_us", "cpu_llc_mib",
+    "cpu_attn_llc_read_gbs", "cpu_attn_llc_gbs", "cpu_attn_llc_pos_ns", "cpu_call_us", "cpu_job_us", "cpu_wake_us", "cpu_llc_mib",
     "gpu_mem_gib", "gpu_peak_gbs", "gpu_efficiency", "gpu_kernel_us", "gpu_kernels_per_layer", "gpu_count",
     "launch_us", "pcie_gbs", "pcie_us",
 };
@@ -23,8 +23,8 @@ static const char *const SOURCES[] = {"measured", "published", "derived", "fitte
 // Which group a key belongs to, and whether the group needs it.
 static bool is_gpu_key(hw_key k) { return k >= HW_GPU_MEM_GIB; }
 static bool is_optional(hw_key k) {
-    return k == HW_CPU_THREADS || k == HW_CPU_READ_GBS_1 || k == HW_CPU_ATTN_READ_GBS || k == HW_CPU_ATTN_GBS ||
-           k == HW_CPU_ATTN_POS_NS || k == HW_CPU_CALL_US || k == HW_CPU_JOB_US || k == HW_CPU_WAKE_US ||
+    return k == HW_CPU_THREADS || k == HW_CPU_READ_GBS_1 || (k >= HW_CPU_ATTN_READ_GBS && k <= HW_CPU_ATTN_LLC_POS_NS) ||
+           k == HW_CPU_CALL_US || k == HW_CPU_JOB_US || k == HW_CPU_WAKE_US ||
            k == HW_CPU_LLC_MIB || k == HW_GPU_KERNELS_PER_LAYER || k == HW_GPU_COUNT;
 }
 static bool is_count(hw_key k) { return k == HW_CPU_THREADS || k == HW_GPU_KERNELS_PER_LAYER || k == HW_GPU_COUNT; }
@@ -124,10 +124,12 @@ int hw_parse(hw_profile *hw, const char *text, const char *label, seam_error *e)
                              hw_key_name[k], is_gpu_key((hw_key)k) ? "GPU" : "CPU",
                              is_gpu_key((hw_key)k) ? "gpu_*, launch_us and pcie_*" : "cpu_read_gbs");
     }
-    const int attn = hw->set[HW_CPU_ATTN_READ_GBS] + hw->set[HW_CPU_ATTN_GBS] + hw->set[HW_CPU_ATTN_POS_NS];
-    if (attn != 0 && attn != 3)
-        return seam_fail(e, "%s: cpu_attn_read_gbs, cpu_attn_gbs and cpu_attn_pos_ns go together (all three or none)",
-                         label);
+    for (hw_key first = HW_CPU_ATTN_READ_GBS; first <= HW_CPU_ATTN_LLC_READ_GBS; first += 3) {
+        const int attn = hw->set[first] + hw->set[first + 1] + hw->set[first + 2];
+        if (attn != 0 && attn != 3)
+            return seam_fail(e, "%s: %s, %s and %s go together (all three or none)", label, hw_key_name[first],
+                             hw_key_name[first + 1], hw_key_name[first + 2]);
+    }
     if (hw->set[HW_CPU_READ_GBS_1] && hw->v[HW_CPU_READ_GBS_1] > hw->v[HW_CPU_READ_GBS] * 1.5)
         return seam_fail(e, "%s: cpu_read_gbs_1 (%g) is far above cpu_read_gbs (%g): more threads never read slower",
                          label, hw->v[HW_CPU_READ_GBS_1], hw->v[HW_CPU_READ_GBS]);
@@ -180,33 +182,34 @@ static void set_measured(hw_profile *hw, hw_key k, double v, const char *when, c
 // profile holds (its values are positive).
 static double positive(double v) { return v > 0.01 ? v : 0.01; }
 
-// Attention on every thread at once over a cache four times the last-level
-// cache (at least 64 MiB): one query a KV head with heads of 64 and of 256,
-// and four with heads of 128, give the three costs of a KV head's position
-// for p queries of B bytes of K and V (hw.h):
+// Attention on every thread at once over caches of `bytes` in all, at the
+// head size d and query group g > 1 of the model planned: one query a KV
+// head with heads of d and of 2d, and g queries with heads of d, give the
+// three costs of a KV head's position for p queries of B bytes of K and V
+// (hw.h), set from key `first` on. The fit passes through the model's own
+// shape, so its full groups are measured, not extrapolated:
 //   c(p, B) = B * read + p * (B * query + pos), in ns, read = 1 / attn_read_gbs, query = 1 / attn_gbs
-static int measure_attention(hw_profile *hw, seam_pool *pool, int n_threads, const char *when, seam_error *e) {
-    const double llc = hw->set[HW_CPU_LLC_MIB] ? hw->v[HW_CPU_LLC_MIB] * 1048576.0 : 0;
-    const uint64_t bytes = 4 * llc > 64.0 * 1048576 ? (uint64_t)(4 * llc) : 64ull << 20;
-    const double c1 = cpu_speed_attention(pool, 1, 64, bytes), c2 = cpu_speed_attention(pool, 1, 256, bytes),
-                 c4 = cpu_speed_attention(pool, 4, 128, bytes);
-    if (c1 < 0 || c2 < 0 || c4 < 0) return seam_fail(e, "out of memory measuring attention");
-    const double b1 = 64 * 4, b2 = 256 * 4, b4 = 128 * 4;  // K and V bytes of a position (f16)
+static int measure_attention(hw_profile *hw, seam_pool *pool, int n_threads, int d, int g, uint64_t bytes,
+                             hw_key first, const char *when, seam_error *e) {
+    const double c1 = cpu_speed_attention(pool, 1, d, bytes), c2 = cpu_speed_attention(pool, 1, 2 * d, bytes),
+                 cg = cpu_speed_attention(pool, g, d, bytes);
+    if (c1 < 0 || c2 < 0 || cg < 0) return seam_fail(e, "out of memory measuring attention");
+    const double b1 = d * 4, b2 = 2 * d * 4;  // K and V bytes of a position (f16)
     const double both = (c2 - c1) / (b2 - b1), pos = positive(c1 - b1 * both);  // read + query, ns a byte
-    double query = (c4 - 4 * pos - b4 * both) / (3 * b4);
+    double query = (cg - g * pos - b1 * both) / ((g - 1) * b1);
     query = query > 0.01 * both ? query : 0.01 * both;
     const double read = both - query > 0.01 * both ? both - query : 0.01 * both;
-    char how[160];
-    snprintf(how, sizeof how, "cpu_attention on %d thread%s over %.0f MiB of f16 caches (1024 positions), groups of "
-             "1 (heads of 64, 256) and 4 (128) (cpu_speed_attention)", n_threads, n_threads > 1 ? "s" : "",
-             bytes / 1048576.0);
-    set_measured(hw, HW_CPU_ATTN_READ_GBS, 1 / read, when, how);
-    set_measured(hw, HW_CPU_ATTN_GBS, 1 / query, when, how);
-    set_measured(hw, HW_CPU_ATTN_POS_NS, pos, when, how);
+    char how[200];
+    snprintf(how, sizeof how, "cpu_attention on %d thread%s over %.0f MiB of f16 caches (1024 positions), one query "
+             "a KV head with heads of %d and %d, %d with heads of %d (cpu_speed_attention)", n_threads,
+             n_threads > 1 ? "s" : "", bytes / 1048576.0, d, 2 * d, g, d);
+    set_measured(hw, first, 1 / read, when, how);
+    set_measured(hw, first + 1, 1 / query, when, how);
+    set_measured(hw, first + 2, pos, when, how);
     return 0;
 }
 
-int hw_measure_cpu(hw_profile *hw, int n_threads, seam_error *e) {
+int hw_measure_cpu(hw_profile *hw, int n_threads, const seam_config *shape, seam_error *e) {
     memset(hw, 0, sizeof *hw);
     snprintf(hw->name, sizeof hw->name, "this");
     snprintf(hw->path, sizeof hw->path, "(measured now)");
@@ -269,7 +272,16 @@ int hw_measure_cpu(hw_profile *hw, int n_threads, seam_error *e) {
                  "threads: the median of 41 cycles' differences (cpu_speed_matvec_jobs)", n_threads);
         set_measured(hw, HW_CPU_JOB_US, positive(job), when, how);
     }
-    if (measure_attention(hw, pool, n_threads, when, e)) return pool_destroy(pool), -1;
+    // attention over caches past the last-level cache (four times it, at least 64 MiB: a model's cache was
+    // last read a token ago) and within it (a quarter of it, at least 4 MiB: a small model's stays there)
+    const double llc = hw->set[HW_CPU_LLC_MIB] ? hw->v[HW_CPU_LLC_MIB] * 1048576.0 : 0;
+    const int d = shape ? shape->head_dim : 128, group = shape ? shape->n_heads / shape->n_kv_heads : 4,
+              g = group > 1 ? group : 2;  // (without grouped queries the third point still separates the costs)
+    if (measure_attention(hw, pool, n_threads, d, g, 4 * llc > 64.0 * 1048576 ? (uint64_t)(4 * llc) : 64ull << 20,
+                          HW_CPU_ATTN_READ_GBS, when, e) ||
+        (llc > 0 && measure_attention(hw, pool, n_threads, d, g, llc / 4 > 4.0 * 1048576 ? (uint64_t)(llc / 4) : 4ull << 20,
+                                      HW_CPU_ATTN_LLC_READ_GBS, when, e)))
+        return pool_destroy(pool), -1;
     pool_destroy(pool);
     snprintf(hw->dot_source, sizeof hw->dot_source,
              "measured: %s, the %s kernels on %d thread%s: dot on 4 MiB of rows of 256 and of 4096 weights on each "

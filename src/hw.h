@@ -21,6 +21,7 @@
 
 #include "common.h"
 #include "gguf.h"
+#include "model.h"
 
 enum { HW_SOURCE_LEN = 256 };
 
@@ -35,6 +36,9 @@ typedef enum {
     HW_CPU_ATTN_READ_GBS,  // the KV head's K and V bytes read, GB/s per thread, the cache past the last-level cache
     HW_CPU_ATTN_GBS,    // each query's dot and weighted sum over them, GB/s of K and V bytes per thread
     HW_CPU_ATTN_POS_NS, // each query's fixed cost per position (scale, softmax, weight), ns
+    // the same three (in the same order, all three or none, optional) over a cache that stays in the
+    // last-level cache, as a model's does when its weights and cache fit there (cpu_llc_mib)
+    HW_CPU_ATTN_LLC_READ_GBS, HW_CPU_ATTN_LLC_GBS, HW_CPU_ATTN_LLC_POS_NS,
     HW_CPU_CALL_US,     // optional: what one matvec call costs its calling thread beyond its bytes and rows, us
     HW_CPU_JOB_US,      // optional: a pool job's cost on cpu_threads threads beyond its call and its work, us
     HW_CPU_WAKE_US,     // optional: how long after a job opens the first worker takes part, us
@@ -87,8 +91,9 @@ int hw_load(hw_profile *hw, const char *name_or_path, seam_error *e);
 // This machine's CPU measured now on up to n_threads threads: the memory
 // probe's read bandwidth (src/cpu/membw.c), the dot kernels' speed per type,
 // a call's and a pool job's fixed costs, and attention's costs on all the
-// threads at once. Takes a few seconds.
-int hw_measure_cpu(hw_profile *hw, int n_threads, seam_error *e);
+// threads at once, at the head size and query group of `shape` (the model
+// planned; NULL: heads of 128 in groups of 4). Takes a few seconds.
+int hw_measure_cpu(hw_profile *hw, int n_threads, const seam_config *shape, seam_error *e);
 
 // The profile as `key = value  # source` lines (a file hw_parse reads back).
 void hw_write(const hw_profile *hw, FILE *out);

@@ -418,7 +418,7 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
     const int threads = o->threads_set ? o->n_threads : 0;
     if (!strcmp(o->hw, "this")) {
         fprintf(stderr, "seam plan: measuring this machine (memory probe, kernels)...\n");
-        if (hw_measure_cpu(&hw, o->n_threads, &err))
+        if (hw_measure_cpu(&hw, o->n_threads, &m->cfg, &err))
             return fprintf(stderr, "seam: %s\n", err.msg), 1;
         fprintf(stderr, "# profile 'this', measured now:\n");
         hw_write(&hw, stderr);

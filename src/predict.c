@@ -156,20 +156,22 @@ static double cpu_jobs_us(const ctx *x, int n, const cpu_job *jobs) {
 // of one KV head (cpu_attention_per_job), KV head by KV head, over the
 // threads; a position costs a job K+V bytes / attn_read_gbs (its KV head's
 // rows, read once) + p * (K+V bytes / attn_gbs + attn_pos_ns), as measured
-// with every thread attending at once. A profile without these figures:
-// the K and V bytes at the read bandwidth.
+// with every thread attending at once -- over a cache in the last-level
+// cache (the attn_llc figures) when the CPU's whole part stays there. A
+// profile without these figures: the K and V bytes at the read bandwidth.
 static double cpu_attention_us(const ctx *x, int il, int fill) {
     const seam_config *c = x->c;
     const int n = plan_kv_visible(c, il, fill - 1);
     if (!x->hw->set[HW_CPU_ATTN_GBS]) return 1e-3 * n * x->kv_per_pos / x->cpu_gbs;
+    const hw_key fig = x->in_cache && x->hw->set[HW_CPU_ATTN_LLC_READ_GBS] ? HW_CPU_ATTN_LLC_READ_GBS : HW_CPU_ATTN_READ_GBS;
+    const double read_gbs = x->hw->v[fig], attn_gbs = x->hw->v[fig + 1], pos_ns = x->hw->v[fig + 2];
     const int group = c->n_heads / c->n_kv_heads, p = cpu_attention_per_job(1, c->n_heads, c->n_kv_heads, x->threads);
     const int per_kv = (group + p - 1) / p, jobs = c->n_kv_heads * per_kv;
     const double bytes = x->kv_per_pos / c->n_kv_heads;  // K and V of one KV head's position
     double piece[jobs];
     for (int k = 0; k < jobs; k++) {
         const int left = group - k % per_kv * p, q = left < p ? left : p;
-        piece[k] = 1e-3 * n * (bytes / x->hw->v[HW_CPU_ATTN_READ_GBS] +
-                               q * (bytes / x->hw->v[HW_CPU_ATTN_GBS] + x->hw->v[HW_CPU_ATTN_POS_NS]));
+        piece[k] = 1e-3 * n * (bytes / read_gbs + q * (bytes / attn_gbs + pos_ns));
     }
     return job_us(x) + cpu_schedule_us(x->threads, hw_get(x->hw, HW_CPU_WAKE_US, 0), jobs, piece);
 }

@@ -272,6 +272,28 @@ Test(predict, streamed_weights_pay_each_jobs_fixed_cost) {
 
 Test(hw, attention_figures_come_together) {
     expect_bad("name = a\ncpu_read_gbs = 20 # measured: x\ncpu_attn_gbs = 20 # measured: x\n", "go together");
+    expect_bad("name = a\ncpu_read_gbs = 20 # measured: x\ncpu_attn_llc_pos_ns = 2 # measured: x\n", "go together");
+}
+
+// A model whose weights and cache fit the last-level cache attends at the
+// figures measured over a cache that stays there; one that does not, at
+// those measured past it.
+Test(predict, attention_in_the_last_cache_takes_its_own_figures) {
+    load_heads(1, 4, 2);
+    static const char *const figures = "name = attn\ncpu_read_gbs = 1 # measured: x\ncpu_attn_read_gbs = 1 # measured: x\n"
+                                       "cpu_attn_gbs = 1 # measured: x\ncpu_attn_pos_ns = 1 # measured: x\n"
+                                       "cpu_attn_llc_read_gbs = 2 # measured: x\ncpu_attn_llc_gbs = 2 # measured: x\n"
+                                       "cpu_attn_llc_pos_ns = 2 # measured: x\n";
+    char in_cache[1024], past_it[1024];
+    snprintf(in_cache, sizeof in_cache, "%scpu_llc_mib = 64 # measured: x\n", figures);
+    snprintf(past_it, sizeof past_it, "%scpu_llc_mib = 0.01 # measured: x\n", figures);
+    const hw_profile fits = parsed(in_cache), spills = parsed(past_it);
+    // one thread, two jobs (a KV head and its 2 queries each) over 100
+    // positions of 256 B of K and V: 256 / 2 + 2 * (256 / 2 + 2) = 388 ns a
+    // position in the cache, 256 + 2 * (256 + 1) = 770 past it
+    NEAR(predict_on(0, -1, OVERFLOW_CPU, &fits, 1).cpu_attention_us, 2 * 100 * 388e-3);
+    NEAR(predict_on(0, -1, OVERFLOW_CPU, &spills, 1).cpu_attention_us, 2 * 100 * 770e-3);
+    model_free(&counted);
 }
 
 Test(predict, refuses_what_the_profile_cannot_answer) {
