@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cpu/membw.h"
+#include "cpu/ops.h"
 #include "cpu/speed.h"
 
 const char *const hw_key_name[HW_KEYS] = {
@@ -183,11 +184,11 @@ static void set_measured(hw_profile *hw, hw_key k, double v, const char *when, c
 static double positive(double v) { return v > 0.01 ? v : 0.01; }
 
 // Attention on every thread at once over caches of `bytes` in all, at the
-// head size d and query group g > 1 of the model planned: one query a KV
-// head with heads of d and of 2d, and g queries with heads of d, give the
-// three costs of a KV head's position for p queries of B bytes of K and V
-// (hw.h), set from key `first` on. The fit passes through the model's own
-// shape, so its full groups are measured, not extrapolated:
+// head size d of the model planned and g > 1 queries a job, as its decode
+// shares them: one query a KV head with heads of d and of 2d, and g
+// queries with heads of d, give the three costs of a KV head's position
+// for p queries of B bytes of K and V (hw.h), set from key `first` on. The
+// fit passes through the model's own jobs, not an extrapolation to them:
 //   c(p, B) = B * read + p * (B * query + pos), in ns, read = 1 / attn_read_gbs, query = 1 / attn_gbs
 static int measure_attention(hw_profile *hw, seam_pool *pool, int n_threads, int d, int g, uint64_t bytes,
                              hw_key first, const char *when, seam_error *e) {
@@ -275,8 +276,11 @@ int hw_measure_cpu(hw_profile *hw, int n_threads, const seam_config *shape, seam
     // attention over caches past the last-level cache (four times it, at least 64 MiB: a model's cache was
     // last read a token ago) and within it (a quarter of it, at least 4 MiB: a small model's stays there)
     const double llc = hw->set[HW_CPU_LLC_MIB] ? hw->v[HW_CPU_LLC_MIB] * 1048576.0 : 0;
-    const int d = shape ? shape->head_dim : 128, group = shape ? shape->n_heads / shape->n_kv_heads : 4,
-              g = group > 1 ? group : 2;  // (without grouped queries the third point still separates the costs)
+    // the queries a job of decode's attention takes (cpu_attention_per_job: a whole group, or a share of it
+    // when there are fewer KV heads than threads); without grouped queries the third point still separates
+    // the costs
+    const int d = shape ? shape->head_dim : 128,
+              p = shape ? cpu_attention_per_job(1, shape->n_heads, shape->n_kv_heads, n_threads) : 4, g = p > 1 ? p : 2;
     if (measure_attention(hw, pool, n_threads, d, g, 4 * llc > 64.0 * 1048576 ? (uint64_t)(4 * llc) : 64ull << 20,
                           HW_CPU_ATTN_READ_GBS, when, e) ||
         (llc > 0 && measure_attention(hw, pool, n_threads, d, g, llc / 4 > 4.0 * 1048576 ? (uint64_t)(llc / 4) : 4ull << 20,

@@ -91,8 +91,9 @@ int hw_load(hw_profile *hw, const char *name_or_path, seam_error *e);
 // This machine's CPU measured now on up to n_threads threads: the memory
 // probe's read bandwidth (src/cpu/membw.c), the dot kernels' speed per type,
 // a call's and a pool job's fixed costs, and attention's costs on all the
-// threads at once, at the head size and query group of `shape` (the model
-// planned; NULL: heads of 128 in groups of 4). Takes a few seconds.
+// threads at once, at the head size of `shape` (the model planned) and the
+// queries its attention's jobs take on n_threads (NULL: heads of 128,
+// jobs of 4 queries). Takes a few seconds.
 int hw_measure_cpu(hw_profile *hw, int n_threads, const seam_config *shape, seam_error *e);
 
 // The profile as `key = value  # source` lines (a file hw_parse reads back).
