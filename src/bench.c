@@ -75,7 +75,7 @@ typedef struct {
     double gbs;           // tg: bytes read per second (mean), weights and KV
     double read_limit;    // tg: the memory probe's read GB/s on these threads (0: not measured)
     double segment_us[SEG_COUNT];  // tg: a decoded token's mean time in each segment (GPU, CPU layers, head)
-    double cpu_attention_us;       // tg: of the CPU layers', its attention's
+    double cpu_attention_us;       // tg: the share of segment_us[SEG_CPU] the layers' attention took
     uint64_t mem, mem_pred;          // host bytes held after the test, and the plan's prediction
     uint64_t gpu_mem, gpu_mem_pred;  // the same on the GPU (0 without one)
 } bench_row;
@@ -312,11 +312,12 @@ static void print_json(const bench_row *rows, int n) {
         for (int k = 0; k < r->reps; k++) printf(k ? ", %.4f" : "%.4f", r->ts[k]);
         printf("], \"weight_bytes\": %.0f, \"kv_bytes\": %.0f, \"gbps\": %.4f, \"read_gbps\": %.4f, "
                "\"host_bytes\": %llu, \"host_predicted\": %llu, \"gpu_bytes\": %llu, \"gpu_predicted\": %llu, "
-               "\"gpu_prefill\": \"%s\", \"segments_us\": {\"gpu\": %.3f, \"cpu\": %.3f, \"cpu_attention\": %.3f, \"head\": %.3f}}%s\n",
+               "\"gpu_prefill\": \"%s\", "
+               "\"segments_us\": {\"gpu\": %.3f, \"cpu\": %.3f, \"cpu_attention\": %.3f, \"head\": %.3f}}%s\n",
                r->weight_bytes, r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem,
                (unsigned long long)r->mem_pred, (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred,
-               gpu_prefill_name[r->gpu_prefill], r->segment_us[SEG_GPU], r->segment_us[SEG_CPU], r->cpu_attention_us, r->segment_us[SEG_HEAD],
-               i + 1 < n ? "," : "");
+               gpu_prefill_name[r->gpu_prefill], r->segment_us[SEG_GPU], r->segment_us[SEG_CPU], r->cpu_attention_us,
+               r->segment_us[SEG_HEAD], i + 1 < n ? "," : "");
     }
     printf("]\n");
 }

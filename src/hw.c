@@ -281,10 +281,10 @@ int hw_measure_cpu(hw_profile *hw, int n_threads, const seam_config *shape, seam
     // the costs
     const int d = shape ? shape->head_dim : 128,
               p = shape ? cpu_attention_per_job(1, shape->n_heads, shape->n_kv_heads, n_threads) : 4, g = p > 1 ? p : 2;
-    if (measure_attention(hw, pool, n_threads, d, g, 4 * llc > 64.0 * 1048576 ? (uint64_t)(4 * llc) : 64ull << 20,
-                          HW_CPU_ATTN_READ_GBS, when, e) ||
-        (llc > 0 && measure_attention(hw, pool, n_threads, d, g, llc / 4 > 4.0 * 1048576 ? (uint64_t)(llc / 4) : 4ull << 20,
-                                      HW_CPU_ATTN_LLC_READ_GBS, when, e)))
+    const uint64_t past = 4 * llc > 64.0 * 1048576 ? (uint64_t)(4 * llc) : 64ull << 20,
+                   within = llc / 4 > 4.0 * 1048576 ? (uint64_t)(llc / 4) : 4ull << 20;
+    if (measure_attention(hw, pool, n_threads, d, g, past, HW_CPU_ATTN_READ_GBS, when, e) ||
+        (llc > 0 && measure_attention(hw, pool, n_threads, d, g, within, HW_CPU_ATTN_LLC_READ_GBS, when, e)))
         return pool_destroy(pool), -1;
     pool_destroy(pool);
     snprintf(hw->dot_source, sizeof hw->dot_source,

@@ -163,7 +163,8 @@ static double cpu_attention_us(const ctx *x, int il, int fill) {
     const seam_config *c = x->c;
     const int n = plan_kv_visible(c, il, fill - 1);
     if (!x->hw->set[HW_CPU_ATTN_GBS]) return 1e-3 * n * x->kv_per_pos / x->cpu_gbs;
-    const hw_key fig = x->in_cache && x->hw->set[HW_CPU_ATTN_LLC_READ_GBS] ? HW_CPU_ATTN_LLC_READ_GBS : HW_CPU_ATTN_READ_GBS;
+    const hw_key fig =
+        x->in_cache && x->hw->set[HW_CPU_ATTN_LLC_READ_GBS] ? HW_CPU_ATTN_LLC_READ_GBS : HW_CPU_ATTN_READ_GBS;
     const double read_gbs = x->hw->v[fig], attn_gbs = x->hw->v[fig + 1], pos_ns = x->hw->v[fig + 2];
     const int group = c->n_heads / c->n_kv_heads, p = cpu_attention_per_job(1, c->n_heads, c->n_kv_heads, x->threads);
     const int per_kv = (group + p - 1) / p, jobs = c->n_kv_heads * per_kv;
