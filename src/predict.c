@@ -152,6 +152,13 @@ static double cpu_jobs_us(const ctx *x, int n, const cpu_job *jobs) {
     return us;
 }
 
+// The CPU's matmul jobs over the weights r: job by job where its part
+// stays in the last cache, else streamed from memory plus each job's fixed
+// cost.
+static double cpu_weights_us(const ctx *x, const reads *r, int n, const cpu_job *jobs) {
+    return x->in_cache ? cpu_jobs_us(x, n, jobs) : cpu_streamed_us(x, r) + cpu_jobs_fixed_us(x, n);
+}
+
 // Attention of layer il as cpu_attention shares it: jobs of p query heads
 // of one KV head (cpu_attention_per_job), KV head by KV head, over the
 // threads; a position costs a job K+V bytes / attn_read_gbs (its KV head's
@@ -287,8 +294,7 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         if (!experts_here) {
             cpu_job jobs[LAYER_JOBS(c)];
             const int n = layer_jobs(m, il, true, jobs);
-            extend(&cpu_exp, il, total(&r.experts),
-                   x.in_cache ? cpu_jobs_us(&x, n, jobs) : cpu_streamed_us(&x, &r.experts) + cpu_jobs_fixed_us(&x, n));
+            extend(&cpu_exp, il, total(&r.experts), cpu_weights_us(&x, &r.experts, n, jobs));
             n_cpu_experts++;
         }
     }
@@ -313,16 +319,14 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
     for (int il = computed; il < L; il++) {
         layer_reads r;
         read_layer(m, il, &r);
-        const uint64_t bytes = total(&r.shared) + total(&r.experts);
+        reads all = r.shared;
+        for (int t = 0; t < GGML_TYPE_COUNT; t++) all.bytes[t] += r.experts.bytes[t], all.rows[t] += r.experts.rows[t];
         cpu_job jobs[LAYER_JOBS(c)];
         const int n = layer_jobs(m, il, false, jobs);
-        const double weights_us = x.in_cache ? cpu_jobs_us(&x, n, jobs)
-                                             : cpu_streamed_us(&x, &r.shared) + cpu_streamed_us(&x, &r.experts) +
-                                                   cpu_jobs_fixed_us(&x, n);
         const double attention_us = cpu_attention_us(&x, il, fill);
         pr->cpu_attention_us += attention_us;
-        const double us = weights_us + attention_us;
-        extend(&cpu, il, bytes + (uint64_t)(plan_kv_visible(c, il, fill - 1) * x.kv_per_pos), us);
+        extend(&cpu, il, total(&all) + (uint64_t)(plan_kv_visible(c, il, fill - 1) * x.kv_per_pos),
+               cpu_weights_us(&x, &all, n, jobs) + attention_us);
     }
     flush(pr, &cpu, LANE_CPU, PART_CPU_LAYERS, "layers");
     reads head = {{0}, {0}};
@@ -336,8 +340,7 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         step(pr, LANE_BUS, PART_CROSSING, logits, crossing_us(&x, logits), "D2H logits", 0, 0);
     } else {
         const cpu_job job = {{m->w.output}, 1};
-        step(pr, LANE_CPU, PART_HEAD, head_bytes,
-             x.in_cache ? cpu_job_us(&x, &job) : cpu_streamed_us(&x, &head) + cpu_jobs_fixed_us(&x, 1), "output head", 0, 0);
+        step(pr, LANE_CPU, PART_HEAD, head_bytes, cpu_weights_us(&x, &head, 1, &job), "output head", 0, 0);
     }
 
     for (int i = 0; i < pr->n_steps; i++) {
