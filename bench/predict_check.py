@@ -59,18 +59,17 @@ def run(args):
             def probe():
                 plan = seam_json.plan(args.seam, model, ["-ngl", "0", "--hw", "this", "-t", t, "-c", str(args.fill)])
                 pred = plan["predictions"][0]
-                return {"at": time.strftime("%Y-%m-%d %H:%M:%S"), "tok_s": pred["tok_s"],
-                        "parts_us": {**pred["parts_us"], "CPU attention": pred["cpu_attention_us"]},
-                        "profile": plan["profile"]}
+                return {"at": time.strftime("%Y-%m-%d %H:%M:%S"), "tok_s": pred["tok_s"], "parts_us": pred["parts_us"],
+                        "cpu_attention_us": pred["cpu_attention_us"], "profile": plan["profile"]}
             before = probe()
             meas = seam_json.bench(args.seam, model, ["-p", "0", "-n", str(args.gen), "-d", str(depth), "-t", t,
                                                       "-r", str(args.reps)])[0]
             measured_at = time.strftime("%Y-%m-%d %H:%M:%S")
             after = probe()
             parts = {k: (before["parts_us"][k] + after["parts_us"][k]) / 2 for k in before["parts_us"]}
-            token_us = sum(us for k, us in parts.items() if k != "CPU attention")  # (a share of "CPU layers")
             row = {"model": os.path.basename(model), "threads": int(t), "fill": args.fill, "n_gen": args.gen,
-                   "depth": depth, "round": round_no, "predicted": 1e6 / token_us, "parts_us": parts,
+                   "depth": depth, "round": round_no, "predicted": 1e6 / sum(parts.values()), "parts_us": parts,
+                   "cpu_attention_us": (before["cpu_attention_us"] + after["cpu_attention_us"]) / 2,
                    "measured": statistics.median(meas["samples_ts"]), "samples": meas["samples_ts"],
                    "segments_us": meas["segments_us"], "probes": [before, after], "measured_at": measured_at}
             rows.append(row)
@@ -83,22 +82,23 @@ def error(row):
     return 100 * (row["predicted"] / row["measured"] - 1)
 
 
-# a token's parts on the CPU: predicted (seam plan's parts_us, with its cpu_attention_us) and measured
-# (seam bench's segments_us); the matrices are the CPU layers' time less their attention's
+# a token's parts on the CPU, predicted (seam plan's parts_us and cpu_attention_us) and measured (seam
+# bench's segments_us); the matrices are the CPU layers' time less their attention's
 PARTS = {
-    "CPU matrices": (lambda p: p["CPU layers"] - p["CPU attention"], lambda s: s["cpu"] - s["cpu_attention"]),
-    "CPU attention": (lambda p: p["CPU attention"], lambda s: s["cpu_attention"]),
-    "head": (lambda p: p["head"], lambda s: s["head"]),
+    "CPU matrices": (lambda r: r["parts_us"]["CPU layers"] - r["cpu_attention_us"],
+                     lambda s: s["cpu"] - s["cpu_attention"]),
+    "CPU attention": (lambda r: r["cpu_attention_us"], lambda s: s["cpu_attention"]),
+    "head": (lambda r: r["parts_us"]["head"], lambda s: s["head"]),
 }
 
 
 def part_error(row, part):
     """The predicted time of one part against its measured one, % (None where the run recorded none)."""
     predicted, measured = PARTS[part]
-    if "CPU attention" not in row["parts_us"] or "cpu_attention" not in row.get("segments_us", {}):
+    if "cpu_attention_us" not in row or "segments_us" not in row:
         return None
     m = measured(row["segments_us"])
-    return 100 * (predicted(row["parts_us"]) / m - 1) if m > 0 else None
+    return 100 * (predicted(row) / m - 1) if m > 0 else None
 
 
 def report(args):
