@@ -23,7 +23,7 @@ __global__ __launch_bounds__(SOFTMAX_THREADS) void softmax_kernel(float *x, int 
 extern "C" int seam_cuda_softmax(seam_cuda_stream *s, float *x, int rows, int n, seam_error *e) {
     if (!x) return seam_fail(e, "softmax: x must be a device pointer");
     if (rows <= 0 || n <= 0) return seam_fail(e, "softmax: bad shape %d x %d", rows, n);
-    softmax_kernel<<<rows, SOFTMAX_THREADS, 0, stream_of(s)>>>(x, n);
+    SEAM_LAUNCH(softmax_kernel, rows, SOFTMAX_THREADS, 0, stream_of(s), x, n);
     CUDA_LAUNCHED(e, "softmax_kernel");
     return 0;
 }
@@ -63,7 +63,7 @@ extern "C" int seam_cuda_kv_append(seam_cuda_stream *s, const seam_cuda_kv *kv, 
     if (kv_dim <= 0 || n_ctx <= 0 || kv->rows <= 0 || kv->rows > n_ctx ||
         ((kv->k_type == GGML_TYPE_Q8_0 || kv->v_type == GGML_TYPE_Q8_0) && kv_dim % QK8_0))
         return seam_fail(e, "kv_append: bad shape (kv_dim %d, n_ctx %d, rows %d)", kv_dim, n_ctx, kv->rows);
-    kv_append_kernel<<<ceil_div(kv_dim, 128), 128, 0, stream_of(s)>>>(*kv, k, v, kv_dim, n_ctx, step);
+    SEAM_LAUNCH(kv_append_kernel, ceil_div(kv_dim, 128), 128, 0, stream_of(s), *kv, k, v, kv_dim, n_ctx, step);
     CUDA_LAUNCHED(e, "kv_append_kernel");
     return 0;
 }
@@ -74,7 +74,7 @@ extern "C" int seam_cuda_kv_append(seam_cuda_stream *s, const seam_cuda_kv *kv, 
 // then the butterflies of distance 1, 2, .., block / 2 in shared memory --
 // cpu_fwht's float operations, so the result is its bit for bit.
 __global__ void fwht_kernel(float *x, int block, float scale) {
-    extern __shared__ float y[];
+    SEAM_SHARED_DYNAMIC(float, y);
     float *p = x + (size_t)blockIdx.x * block;
     const int j = threadIdx.x;
     y[j] = p[j] * scale;
@@ -93,7 +93,8 @@ extern "C" int seam_cuda_fwht(seam_cuda_stream *s, float *x, int n, int block, s
     if (!x) return seam_fail(e, "fwht: x must be a device pointer");
     if (block < 2 || block > 1024 || (block & (block - 1)) || n <= 0 || n % block)
         return seam_fail(e, "fwht: %d values in blocks of %d (a power of two, at most 1024, dividing n)", n, block);
-    fwht_kernel<<<n / block, block, (size_t)block * sizeof(float), stream_of(s)>>>(x, block, 1.0f / sqrtf((float)block));
+    SEAM_LAUNCH(fwht_kernel, n / block, block, (size_t)block * sizeof(float), stream_of(s), x, block,
+                1.0f / sqrtf((float)block));
     CUDA_LAUNCHED(e, "fwht_kernel");
     return 0;
 }
@@ -204,8 +205,8 @@ __global__ __launch_bounds__(ATT_THREADS) void attention_kernel(float *__restric
                                                                 int head_dim, int kv_dim, int n_ctx, int rows,
                                                                 int n_swa, float scale, float *scores,
                                                                 const seam_cuda_step *__restrict__ step) {
-    extern __shared__ float att_shared[];
-    __shared__ float part[8 * ATT_THREADS];  // (n_groups, head_dim) partial outputs: at most (ATT_THREADS / G) * 8G
+    SEAM_SHARED_DYNAMIC(float, att_shared);
+    SEAM_SHARED(float, part, 8 * ATT_THREADS);  // (n_groups, head_dim) partial outputs: at most (ATT_THREADS / G) * 8G
     const int h = blockIdx.x, tid = threadIdx.x;
     float *att = scores ? scores + (size_t)h * n_ctx : att_shared;  // (t1 - t0) scores, then weights
     float *o = out + (size_t)h * head_dim;
@@ -308,9 +309,9 @@ int attention_init(int device, seam_error *e) {
     for (int i = 0; i < 4; i++) {
         const attention_fn fn = attention_kernels[i / 2][i % 2];
         cudaFuncAttributes fa;
-        CUDA_TRY(e, cudaFuncGetAttributes(&fa, fn));
+        CUDA_TRY(e, cudaFuncGetAttributes(&fa, (const void *)fn));
         dynamic = optin - (int)fa.sharedSizeBytes;
-        CUDA_TRY(e, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
+        CUDA_TRY(e, cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
         if (i == 0 || dynamic < att_max_dynamic_smem) att_max_dynamic_smem = dynamic;
     }
     return 0;
@@ -340,7 +341,7 @@ extern "C" int seam_cuda_attention(seam_cuda_stream *s, float *out, const float 
     if (!shared && !scores)
         return seam_fail(e, "attention: the scores of %d positions need %zu bytes, past the %d of shared memory, and "
                          "no scores buffer was given", window, smem, att_max_dynamic_smem);
-    attention_kernels[k8][v8]<<<n_heads, ATT_THREADS, shared ? smem : 0, stream_of(s)>>>(
+    SEAM_LAUNCH(attention_kernels[k8][v8], n_heads, ATT_THREADS, shared ? smem : 0, stream_of(s),
         out, q, (const uint8_t *)kv->k, (const uint8_t *)kv->v, n_heads / n_kv_heads, head_dim, n_kv_heads * head_dim,
         n_ctx, kv->rows, n_swa, scale, shared ? NULL : scores, step);
     CUDA_LAUNCHED(e, "attention_kernel");

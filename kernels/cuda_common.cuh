@@ -1,6 +1,7 @@
 // cuda_common.cuh — what the kernels/*.cu files share (internal to kernels/):
-// the stream handle, error reports that name file and line, f16 rounding as
-// quant.c rounds, warp and block reductions.
+// the launch and shared-memory spellings, the stream handle, error reports
+// that name file and line, f16 rounding as quant.c rounds, warp and block
+// reductions.
 #ifndef SEAM_CUDA_COMMON_CUH
 #define SEAM_CUDA_COMMON_CUH
 
@@ -8,6 +9,18 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <string.h>
+
+// A launch, a block's shared arrays and a __device__ array, written once for
+// nvcc and for the emulated device (emu/cuda_emu.h, the SEAM_CUDA_EMU
+// build, which compiles these files with the host's C++ compiler).
+#ifdef SEAM_CUDA_EMU
+#include "cuda_emu.h"
+#else
+#define SEAM_LAUNCH(kernel, grid, block, smem, stream, ...) kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)
+#define SEAM_SHARED(type, name, count) __shared__ type name[count]
+#define SEAM_SHARED_DYNAMIC(type, name) extern __shared__ type name[]
+#define SEAM_DEVICE_ARRAY(type, name, count) __device__ type name[count]
+#endif
 
 #include "quant.h"
 #include "seam_cuda.h"
@@ -27,7 +40,10 @@ static inline cudaStream_t stream_of(const seam_cuda_stream *s) { return s ? s->
 // ---------------------------------------------------------------- errors
 
 // "matvec.cu:123: what failed: the CUDA message (its name)", returning -1.
+// The error is reported here, so it is cleared from CUDA's last error: left
+// there, the next good launch (CUDA_LAUNCHED) would report it as its own.
 static inline int cuda_fail_at(seam_error *e, const char *file, int line, const char *what, cudaError_t err) {
+    cudaGetLastError();
     const char *base = strrchr(file, '/');
     return seam_fail(e, "kernels/%s:%d: %s failed: %s (%s)", base ? base + 1 : file, line, what,
                      cudaGetErrorString(err), cudaGetErrorName(err));
@@ -96,7 +112,7 @@ template <class T, class Op> __device__ inline T warp_reduce(T v, Op op) {
 // The reduction over the whole block, returned to every thread. Every thread
 // of the block must call it (blockDim.x a multiple of 32, at most 1024).
 template <class T, class Op> __device__ inline T block_reduce(T v, Op op) {
-    __shared__ T partial[32];
+    SEAM_SHARED(T, partial, 32);
     const int warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
     v = warp_reduce(v, op);
     __syncthreads();  // a previous call may still be reading partial[0]

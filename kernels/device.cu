@@ -24,6 +24,9 @@ extern "C" int seam_cuda_device_info(int device, seam_cuda_info *info, seam_erro
     info->major = p.major;
     info->minor = p.minor;
     info->sm_count = p.multiProcessorCount;
+#ifdef SEAM_CUDA_EMU
+    info->emulated = true;
+#endif
     // The peak bandwidth is a figure to compare with, not something to run
     // on: a device that does not report it gets 0 ("unknown"), not a failure.
     int mem_clock_khz = 0, bus_bits = 0;

@@ -41,7 +41,7 @@ __global__ void swiglu_kernel(float *__restrict__ gate, const float *__restrict_
 // GELU(tanh) of every f16 value, as cpu_geglu's table (src/cpu/ops.c): built
 // on the host with the same expression and the same libm tanhf, so a lookup
 // here returns bitwise what the CPU's returns.
-__device__ uint16_t gelu_table[1 << 16];
+SEAM_DEVICE_ARRAY(uint16_t, gelu_table, 1 << 16);
 static bool gelu_ready;
 
 int geglu_init(seam_error *e) {
@@ -82,7 +82,7 @@ __global__ void softcap_kernel(float *x, float cap, int n) {
 
 extern "C" int seam_cuda_scale(seam_cuda_stream *s, float *x, float v, int n, seam_error *e) {
     if (check_vector("scale", x, x, n, e)) return -1;
-    scale_kernel<<<ceil_div(n, EW_THREADS), EW_THREADS, 0, stream_of(s)>>>(x, v, n);
+    SEAM_LAUNCH(scale_kernel, ceil_div(n, EW_THREADS), EW_THREADS, 0, stream_of(s), x, v, n);
     CUDA_LAUNCHED(e, "scale_kernel");
     return 0;
 }
@@ -90,7 +90,7 @@ extern "C" int seam_cuda_scale(seam_cuda_stream *s, float *x, float v, int n, se
 extern "C" int seam_cuda_add_rows(seam_cuda_stream *s, float *x, const float *y, int rows, int n, seam_error *e) {
     if (check_vector("add", x, y, n, e)) return -1;
     if (rows <= 0 || (int64_t)rows * n > INT32_MAX) return seam_fail(e, "add: bad shape %d x %d", rows, n);
-    add_kernel<<<ceil_div((int64_t)rows * n, EW_THREADS), EW_THREADS, 0, stream_of(s)>>>(x, y, rows * n, n);
+    SEAM_LAUNCH(add_kernel, ceil_div((int64_t)rows * n, EW_THREADS), EW_THREADS, 0, stream_of(s), x, y, rows * n, n);
     CUDA_LAUNCHED(e, "add_kernel");
     return 0;
 }
@@ -101,7 +101,7 @@ extern "C" int seam_cuda_add(seam_cuda_stream *s, float *x, const float *y, int 
 
 extern "C" int seam_cuda_swiglu(seam_cuda_stream *s, float *gate, const float *up, int n, seam_error *e) {
     if (check_vector("swiglu", gate, up, n, e)) return -1;
-    swiglu_kernel<<<ceil_div(n, EW_THREADS), EW_THREADS, 0, stream_of(s)>>>(gate, up, n);
+    SEAM_LAUNCH(swiglu_kernel, ceil_div(n, EW_THREADS), EW_THREADS, 0, stream_of(s), gate, up, n);
     CUDA_LAUNCHED(e, "swiglu_kernel");
     return 0;
 }
@@ -109,7 +109,7 @@ extern "C" int seam_cuda_swiglu(seam_cuda_stream *s, float *gate, const float *u
 extern "C" int seam_cuda_geglu(seam_cuda_stream *s, float *gate, const float *up, int n, seam_error *e) {
     if (check_vector("geglu", gate, up, n, e)) return -1;
     if (!gelu_ready) return seam_fail(e, "geglu: call seam_cuda_init first (it uploads the GELU table)");
-    geglu_kernel<<<ceil_div(n, EW_THREADS), EW_THREADS, 0, stream_of(s)>>>(gate, up, n);
+    SEAM_LAUNCH(geglu_kernel, ceil_div(n, EW_THREADS), EW_THREADS, 0, stream_of(s), gate, up, n);
     CUDA_LAUNCHED(e, "geglu_kernel");
     return 0;
 }
@@ -117,7 +117,7 @@ extern "C" int seam_cuda_geglu(seam_cuda_stream *s, float *gate, const float *up
 extern "C" int seam_cuda_softcap(seam_cuda_stream *s, float *x, float cap, int n, seam_error *e) {
     if (check_vector("softcap", x, x, n, e)) return -1;
     if (!(cap > 0.0f)) return seam_fail(e, "softcap: the cap %g must be positive", cap);
-    softcap_kernel<<<ceil_div(n, EW_THREADS), EW_THREADS, 0, stream_of(s)>>>(x, cap, n);
+    SEAM_LAUNCH(softcap_kernel, ceil_div(n, EW_THREADS), EW_THREADS, 0, stream_of(s), x, cap, n);
     CUDA_LAUNCHED(e, "softcap_kernel");
     return 0;
 }

@@ -87,7 +87,7 @@ extern "C" int seam_cuda_quantize(seam_cuda_stream *s, uint32_t weight_type, con
     case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: case GGML_TYPE_Q6_K: {
         if (n % QK_K) return seam_fail(e, "quantize: Q8_K needs a multiple of %d values (got %lld)", QK_K, (long long)n);
         const act_view a = act_layout<QK_K>(act, n);
-        quantize_q8_K_kernel<<<ceil_div(n / QK_K, Q_WARPS), 32 * Q_WARPS, 0, st>>>(
+        SEAM_LAUNCH(quantize_q8_K_kernel, ceil_div(n / QK_K, Q_WARPS), 32 * Q_WARPS, 0, st,
             x, (int8_t *)a.qs, (float *)a.d, (int16_t *)a.bsums, (int)(n / QK_K));
         CUDA_LAUNCHED(e, "quantize_q8_K_kernel");
         return 0;
@@ -95,13 +95,13 @@ extern "C" int seam_cuda_quantize(seam_cuda_stream *s, uint32_t weight_type, con
     case GGML_TYPE_Q4_0: case GGML_TYPE_Q5_0: case GGML_TYPE_Q8_0: {
         if (n % QK8_0) return seam_fail(e, "quantize: Q8_0 needs a multiple of %d values (got %lld)", QK8_0, (long long)n);
         const act_view a = act_layout<QK8_0>(act, n);
-        quantize_q8_0_kernel<<<ceil_div(n / QK8_0, Q_WARPS), 32 * Q_WARPS, 0, st>>>(x, (int8_t *)a.qs, (float *)a.d,
-                                                                                   (int)(n / QK8_0));
+        SEAM_LAUNCH(quantize_q8_0_kernel, ceil_div(n / QK8_0, Q_WARPS), 32 * Q_WARPS, 0, st, x, (int8_t *)a.qs,
+                    (float *)a.d, (int)(n / QK8_0));
         CUDA_LAUNCHED(e, "quantize_q8_0_kernel");
         return 0;
     }
     case GGML_TYPE_F16:
-        quantize_f16_kernel<<<ceil_div(n, 256), 256, 0, st>>>(x, (uint16_t *)act, (int)n);
+        SEAM_LAUNCH(quantize_f16_kernel, ceil_div(n, 256), 256, 0, st, x, (uint16_t *)act, (int)n);
         CUDA_LAUNCHED(e, "quantize_f16_kernel");
         return 0;
     case GGML_TYPE_F32:
@@ -184,7 +184,7 @@ static int launch_matvec(seam_cuda_stream *s, uint32_t type, const void *w, int6
     with_type(type, [&](auto t) {
         using T = decltype(t);
         const uint64_t row_bytes = (uint64_t)(cols / T::QK) * T::BYTES;
-        matvec_kernel<T><<<ceil_div(rows, MV_WARPS), 32 * MV_WARPS, 0, stream_of(s)>>>(
+        SEAM_LAUNCH(matvec_kernel<T>, ceil_div(rows, MV_WARPS), 32 * MV_WARPS, 0, stream_of(s),
             (const uint8_t *)w, row_bytes, act_layout<T::Act::QK>(act, cols), out, (int)rows,
             (int)(cols / T::QK * T::CHUNKS), expert, n_expert, row_bytes * (uint64_t)rows);
     });
@@ -242,7 +242,7 @@ extern "C" int seam_cuda_embedding(seam_cuda_stream *s, uint32_t type, const voi
     with_type(type, [&](auto t) {
         using T = decltype(t);
         const int n_chunks = (int)(cols / T::QK * T::CHUNKS);
-        embedding_kernel<T><<<ceil_div(n_chunks, 128), 128, 0, stream_of(s)>>>(
+        SEAM_LAUNCH(embedding_kernel<T>, ceil_div(n_chunks, 128), 128, 0, stream_of(s),
             (const uint8_t *)table, (uint64_t)(cols / T::QK) * T::BYTES, n_rows, n_chunks, scale, step, out);
     });
     CUDA_LAUNCHED(e, "embedding_kernel");
@@ -276,7 +276,7 @@ extern "C" int seam_cuda_dequantize_f16(seam_cuda_stream *s, uint32_t type, cons
         using T = decltype(t);
         const int chunks_per_row = (int)(cols / T::QK * T::CHUNKS);
         const int64_t n_chunks = rows * chunks_per_row;
-        dequantize_f16_kernel<T><<<(unsigned)ceil_div(n_chunks, 256), 256, 0, stream_of(s)>>>(
+        SEAM_LAUNCH(dequantize_f16_kernel<T>, (unsigned)ceil_div(n_chunks, 256), 256, 0, stream_of(s),
             (const uint8_t *)w, (uint64_t)(cols / T::QK) * T::BYTES, n_chunks, chunks_per_row, cols, out);
     });
     CUDA_LAUNCHED(e, "dequantize_f16_kernel");

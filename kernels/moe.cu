@@ -21,11 +21,11 @@ static __device__ inline void better(float &v, int &i, float ov, int oi) {
 __global__ __launch_bounds__(ROUTE_THREADS) void moe_route_kernel(const float *__restrict__ logits, int n_expert,
                                                                   int k, int32_t *__restrict__ chosen,
                                                                   float *__restrict__ weights) {
-    __shared__ float p[ROUTE_MAX_EXPERTS];
-    __shared__ bool taken[ROUTE_MAX_EXPERTS];
-    __shared__ float best_v[ROUTE_THREADS / 32];
-    __shared__ int best_i[ROUTE_THREADS / 32];
-    __shared__ int winners[ROUTE_MAX_K];
+    SEAM_SHARED(float, p, ROUTE_MAX_EXPERTS);
+    SEAM_SHARED(bool, taken, ROUTE_MAX_EXPERTS);
+    SEAM_SHARED(float, best_v, ROUTE_THREADS / 32);
+    SEAM_SHARED(int, best_i, ROUTE_THREADS / 32);
+    SEAM_SHARED(int, winners, ROUTE_MAX_K);
     for (int i = threadIdx.x; i < n_expert; i += blockDim.x) p[i] = logits[i], taken[i] = false;
     __syncthreads();
     block_softmax(p, n_expert);
@@ -67,7 +67,7 @@ extern "C" int seam_cuda_moe_route(seam_cuda_stream *s, const float *logits, int
     if (n_expert < 1 || n_expert > ROUTE_MAX_EXPERTS || k < 1 || k > ROUTE_MAX_K || k > n_expert)
         return seam_fail(e, "moe_route: %d of %d experts is out of range (at most %d of %d)", k, n_expert, ROUTE_MAX_K,
                          ROUTE_MAX_EXPERTS);
-    moe_route_kernel<<<1, ROUTE_THREADS, 0, stream_of(s)>>>(logits, n_expert, k, chosen, weights);
+    SEAM_LAUNCH(moe_route_kernel, 1, ROUTE_THREADS, 0, stream_of(s), logits, n_expert, k, chosen, weights);
     CUDA_LAUNCHED(e, "moe_route_kernel");
     return 0;
 }
@@ -86,7 +86,7 @@ extern "C" int seam_cuda_moe_accumulate(seam_cuda_stream *s, float *acc, const f
                                         int slot, int n, seam_error *e) {
     if (!acc || !y || !weights) return seam_fail(e, "moe_accumulate: NULL device pointer");
     if (n <= 0 || slot < 0) return seam_fail(e, "moe_accumulate: bad n %d or slot %d", n, slot);
-    moe_accumulate_kernel<<<ceil_div(n, 256), 256, 0, stream_of(s)>>>(acc, y, weights, slot, n);
+    SEAM_LAUNCH(moe_accumulate_kernel, ceil_div(n, 256), 256, 0, stream_of(s), acc, y, weights, slot, n);
     CUDA_LAUNCHED(e, "moe_accumulate_kernel");
     return 0;
 }

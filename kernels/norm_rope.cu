@@ -29,7 +29,7 @@ extern "C" int seam_cuda_rmsnorm(seam_cuda_stream *s, float *out, const float *x
                                  float eps, seam_error *e) {
     if (!out || !x || !weight) return seam_fail(e, "rmsnorm: out, x and weight must be device pointers");
     if (rows <= 0 || n <= 0) return seam_fail(e, "rmsnorm: bad shape %d x %d", rows, n);
-    rmsnorm_kernel<<<rows, NORM_THREADS, 0, stream_of(s)>>>(out, x, weight, n, eps);
+    SEAM_LAUNCH(rmsnorm_kernel, rows, NORM_THREADS, 0, stream_of(s), out, x, weight, n, eps);
     CUDA_LAUNCHED(e, "rmsnorm_kernel");
     return 0;
 }
@@ -69,8 +69,8 @@ extern "C" int seam_cuda_rope(seam_cuda_stream *s, float *vec, int n_tokens, int
         return seam_fail(e, "rope: bad shape (%d tokens of %d heads of %d, rope_dim %d: it must be even and at most "
                             "head_dim)", n_tokens, n_heads, head_dim, rope_dim);
     const float theta_scale = powf(base, -2.0f / (float)rope_dim);  // on the host, as cpu_rope computes it
-    rope_kernel<<<n_tokens * n_heads, ROPE_THREADS, 0, stream_of(s)>>>(vec, head_dim, rope_dim, theta_scale, freq_scale,
-                                                                       neox, n_heads, step);
+    SEAM_LAUNCH(rope_kernel, n_tokens * n_heads, ROPE_THREADS, 0, stream_of(s), vec, head_dim, rope_dim, theta_scale,
+                freq_scale, neox, n_heads, step);
     CUDA_LAUNCHED(e, "rope_kernel");
     return 0;
 }

@@ -46,6 +46,7 @@ typedef struct {
     uint64_t total_bytes;      // device memory
     uint64_t free_bytes;
     double mem_bandwidth_gbs;  // peak, from the memory clock and bus width (0 where the device reports neither)
+    bool emulated;             // the emulated device (emu/, the SEAM_CUDA_EMU build): its times are CPU times
 } seam_cuda_info;
 
 // Number of usable CUDA devices; 0 when there is no driver or no device.

@@ -1,0 +1,119 @@
+// emu.h — what the emulated device's two halves share (internal to emu/):
+// a launch as the runtime queues it and the device runs it, the memory
+// regions both check pointers against, the emulated card, and the checks'
+// switches.
+//
+//   emu/cuda_emu.h   the kernels' side: indices, intrinsics, shared memory, launch
+//   emu/device.cpp   runs a launch: blocks of fibers, barriers, shuffles, checks
+//   emu/runtime.cpp  the CUDA runtime calls seam makes: devices, memory, streams,
+//                    events, graphs, errors
+//   emu/cublas.cpp   the one cuBLAS product seam calls, and its handle
+#ifndef SEAM_EMU_H
+#define SEAM_EMU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda_emu.h"
+
+namespace emu {
+
+// ---------------------------------------------------------------- the card
+
+// The emulated card (SEAM_EMU_DEVICE=h200, the default; rtx3060; none for
+// a machine with no device): what cudaGetDeviceProperties and the
+// attributes report, the memory cudaMalloc may hand out, and the shared
+// memory a block may have.
+struct card {
+    const char *id;
+    const char *name;
+    int major, minor, sm_count;
+    uint64_t total_bytes;       // device memory
+    uint64_t context_bytes;     // taken before seam allocates anything, as a CUDA context takes it
+    int memory_clock_khz, bus_bits;
+    int shared_per_block;       // without opting in (48 KiB)
+    int shared_per_block_optin; // the most a block may have, static and dynamic together
+};
+const card *the_card();  // NULL when the profile has no device
+
+// ---------------------------------------------------------------- memory regions
+
+// Every range a kernel or a copy may touch: device allocations (in the
+// device arena) and pinned host memory (cudaHostAlloc, cudaHostRegister).
+enum region_kind { REGION_DEVICE, REGION_PINNED };
+
+struct region {
+    region_kind kind;
+    uintptr_t begin, end;  // the bytes asked for
+    std::string what;      // "cudaMalloc of N bytes", "cudaHostRegister of N bytes", "__device__ gelu_table"
+};
+
+// The live region holding [p, p + bytes), copied (so that the caller holds
+// no lock); false when there is none.
+bool find_region(const void *p, size_t bytes, region *out);
+// Whether p lies in the device arena at all (live, freed or between allocations).
+bool in_device_arena(const void *p);
+// Checks the guard zones of the live device allocation at p: false (and a
+// message) when a kernel or copy wrote past its ends.
+bool guards_intact(const region &r, std::string *why);
+
+// ---------------------------------------------------------------- launches
+
+struct kernel_launch {
+    launch_site site;
+    const void *fn;
+    dim3 grid, block;
+    size_t smem;                                // dynamic shared memory
+    std::shared_ptr<const kernel_call> call;
+    std::vector<pointer_arg> pointers;
+};
+
+// Runs every block of L (on the calling thread, which is a stream's). With
+// the race check, it runs them twice, threads in forward then reverse
+// order, and faults when what the kernel wrote differs.
+void run_kernel(const kernel_launch &L);
+
+// What cudaFuncGetAttributes reports as a kernel's static shared memory:
+// nvcc knows it at compile time, the emulator only once a block declares
+// it, so it reports this bound and faults when a block declares more.
+constexpr size_t STATIC_SHARED_BOUND = 16 << 10;
+
+// ---------------------------------------------------------------- streams' work
+
+// What a stream (or a captured graph) holds, in order: a kernel launch, a
+// copy, an event's record or a wait for one, a graph's launch, or work on
+// the host's side of the emulator (cuBLAS's product).
+struct operation {
+    enum kind_t { KERNEL, COPY, RECORD, WAIT, GRAPH, HOST } kind;
+    std::string what;                              // the call that made it
+    std::shared_ptr<const kernel_launch> kernel;          // KERNEL
+    void *dst = nullptr;                           // COPY
+    const void *src = nullptr;
+    size_t bytes = 0;
+    CUevent_st *event = nullptr;                   // RECORD, WAIT: the event, and which of its records
+    uint64_t generation = 0;
+    CUgraphExec_st *graph = nullptr;               // GRAPH, and the generation of each event it records
+    std::map<CUevent_st *, uint64_t> graph_generation;
+    std::function<void()> host;                    // HOST, and the memory it reads and writes
+    std::vector<const void *> reads, writes;
+};
+
+// Queues fn on stream (or records it into the stream's capture); it reads
+// and writes the memory at those pointers (for the order between streams).
+void enqueue_host(cudaStream_t stream, const char *what, std::function<void()> fn, std::vector<const void *> reads,
+                  std::vector<const void *> writes);
+
+// ---------------------------------------------------------------- switches
+
+// SEAM_EMU_RACECHECK=0 turns the forward/reverse race check off (on by default).
+bool racecheck_enabled();
+
+}  // namespace emu
+
+#endif

@@ -1,0 +1,321 @@
+// test_emu.cu — the emulated device's own checks (emu/), on kernels that
+// break CUDA's rules one at a time: each must be caught, as a fault naming
+// what went wrong (the process aborts, as a device fault ends a CUDA
+// context). Built only in the SEAM_CUDA_EMU build, where kernels/*.cu run on
+// the CPU; the kernels here use the same spellings (SEAM_LAUNCH,
+// SEAM_SHARED) as kernels/*.cu.
+//
+// A faulting case runs in a child process (fork before the child's first
+// CUDA call, so that it has a runtime of its own), with its stderr read
+// back: the test passes when the child died and said what was expected.
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+
+#include "cuda_common.cuh"
+
+// Runs body in a child; passes when the child dies (a signal or a non-zero
+// exit) and its stderr holds one of the expected phrases (a '|'-separated
+// list: AddressSanitizer, where the build has it, reports some faults first).
+static void expect_fault(const std::function<void()> &body, const char *expected) {
+    int out[2];
+    cr_assert_eq(pipe(out), 0);
+    fflush(NULL);
+    const pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        dup2(out[1], STDERR_FILENO);
+        close(out[0]);
+        body();
+        cudaDeviceSynchronize();
+        _exit(0);  // no fault: the parent fails the test
+    }
+    close(out[1]);
+    std::string said;
+    char buf[4096];
+    for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) said.append(buf, (size_t)n);
+    close(out[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0),
+              "expected a fault saying '%s'; the child ended normally. It said:\n%s", expected, said.c_str());
+    bool found = false;
+    for (const char *p = expected; *p && !found;) {
+        const char *bar = strchr(p, '|');
+        const std::string phrase(p, bar ? (size_t)(bar - p) : strlen(p));
+        found = said.find(phrase) != std::string::npos;
+        p = bar ? bar + 1 : p + strlen(p);
+    }
+    cr_assert(found, "expected a fault saying '%s'; the child said:\n%s", expected, said.c_str());
+}
+
+static float *device_floats(int n) {
+    float *p = nullptr;
+    cr_assert_eq(cudaMalloc((void **)&p, sizeof(float) * (size_t)n), cudaSuccess);
+    return p;
+}
+
+// ---------------------------------------------------------------- kernels that break the rules
+
+__global__ void shuffle_after_an_early_exit(float *out) {
+    if (threadIdx.x == 3) return;  // one lane leaves its warp
+    out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, (float)threadIdx.x, 1);
+}
+
+__global__ void shuffle_with_a_partial_mask(float *out) {
+    out[threadIdx.x] = __shfl_xor_sync(0x0000ffffu, (float)threadIdx.x, 1);
+}
+
+__global__ void barrier_some_threads_skip(float *out) {
+    if (threadIdx.x >= 32) return;
+    __syncthreads();
+    out[threadIdx.x] = 1.0f;
+}
+
+__global__ void barrier_at_two_places(float *out) {
+    if (threadIdx.x % 2) {
+        __syncthreads();
+    } else {
+        __syncthreads();
+    }
+    out[threadIdx.x] = 1.0f;
+}
+
+// Each thread reads its neighbour's slot with no barrier after the writes.
+__global__ void shared_read_without_barrier(float *out) {
+    SEAM_SHARED(float, slot, 64);
+    slot[threadIdx.x] = (float)threadIdx.x;
+    out[threadIdx.x] = slot[(threadIdx.x + 1) % 64];
+}
+
+// The same with the barrier: no race.
+__global__ void shared_read_after_barrier(float *out) {
+    SEAM_SHARED(float, slot, 64);
+    slot[threadIdx.x] = (float)threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = slot[(threadIdx.x + 1) % 64];
+}
+
+__global__ void blocks_write_one_address(float *out) { out[0] = (float)blockIdx.x; }
+
+__global__ void write_one_past_the_end(float *out, int n) { out[threadIdx.x + n - 31] = 1.0f; }
+
+__global__ void shared_write_past_its_end(float *out) {
+    SEAM_SHARED(float, slot, 32);
+    slot[threadIdx.x + 1] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = slot[threadIdx.x];
+}
+
+__global__ void copy_kernel(float *out, const float *in) { out[threadIdx.x] = in[threadIdx.x]; }
+
+__global__ void misaligned_vector_load(float *out, const float *in) {
+    const float4 v = __ldg((const float4 *)(in + 1));
+    out[threadIdx.x] = v.x;
+}
+
+// ---------------------------------------------------------------- warps and barriers
+
+Test(emu, a_shuffle_with_a_lane_that_exited_faults) {
+    expect_fault([] { SEAM_LAUNCH(shuffle_after_an_early_exit, 1, 32, 0, 0, device_floats(32)); },
+                 "lane 3 of the warp has exited");
+}
+
+Test(emu, a_shuffle_with_a_partial_mask_faults) {
+    expect_fault([] { SEAM_LAUNCH(shuffle_with_a_partial_mask, 1, 32, 0, 0, device_floats(32)); },
+                 "with mask 0xffff: only full-warp masks");
+}
+
+Test(emu, a_barrier_some_threads_never_reach_faults) {
+    expect_fault([] { SEAM_LAUNCH(barrier_some_threads_skip, 1, 64, 0, 0, device_floats(64)); },
+                 "is reached by 32 of the block's 64 threads");
+}
+
+Test(emu, threads_at_different_barriers_fault) {
+    expect_fault([] { SEAM_LAUNCH(barrier_at_two_places, 1, 64, 0, 0, device_floats(64)); },
+                 "wait at different barriers");
+}
+
+// ---------------------------------------------------------------- races
+
+Test(emu, a_shared_memory_race_faults) {
+    expect_fault([] { SEAM_LAUNCH(shared_read_without_barrier, 1, 64, 0, 0, device_floats(64)); },
+                 "race: shared_read_without_barrier");
+}
+
+Test(emu, two_blocks_writing_one_address_fault) {
+    expect_fault([] { SEAM_LAUNCH(blocks_write_one_address, 4, 32, 0, 0, device_floats(1)); },
+                 "race: blocks_write_one_address");
+}
+
+Test(emu, a_barrier_makes_the_same_kernel_race_free) {
+    float *d = device_floats(64), got[64];
+    SEAM_LAUNCH(shared_read_after_barrier, 1, 64, 0, 0, d);
+    cr_assert_eq(cudaGetLastError(), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(got, d, sizeof got, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < 64; i++) cr_assert_eq(got[i], (float)((i + 1) % 64));
+}
+
+// ---------------------------------------------------------------- memory
+
+Test(emu, a_write_past_an_allocation_faults) {
+    expect_fault([] { SEAM_LAUNCH(write_one_past_the_end, 1, 32, 0, 0, device_floats(100), 100); },
+                 "past the end of cudaMalloc of 400 bytes|use-after-poison");
+}
+
+Test(emu, a_shared_memory_overrun_faults) {
+    expect_fault([] { SEAM_LAUNCH(shared_write_past_its_end, 1, 32, 0, 0, device_floats(32)); },
+                 "shared memory overrun: a thread wrote past the 128 bytes of slot|use-after-poison");
+}
+
+Test(emu, fresh_device_memory_reads_as_nan) {
+    float *in = device_floats(32), *out = device_floats(32), got[32];
+    SEAM_LAUNCH(copy_kernel, 1, 32, 0, 0, out, in);
+    cr_assert_eq(cudaMemcpy(got, out, sizeof got, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < 32; i++) cr_assert(got[i] != got[i], "[%d] = %g, not the NaN of unwritten memory", i, got[i]);
+}
+
+Test(emu, a_host_pointer_given_to_a_kernel_faults) {
+    expect_fault([] {
+        static float host[32];
+        SEAM_LAUNCH(copy_kernel, 1, 32, 0, 0, device_floats(32), host);
+    }, "argument 1 of copy_kernel");
+}
+
+Test(emu, freed_device_memory_given_to_a_kernel_faults) {
+    expect_fault([] {
+        float *d = device_floats(32);
+        cudaFree(d);
+        SEAM_LAUNCH(copy_kernel, 1, 32, 0, 0, d, d);
+    }, "freed device memory");
+}
+
+Test(emu, the_host_touching_device_memory_faults) {
+    expect_fault([] {
+        float *d = device_floats(32);
+        cudaDeviceSynchronize();
+        volatile float x = d[0];
+        (void)x;
+    }, "the host touched device memory");
+}
+
+Test(emu, a_misaligned_vector_load_faults) {
+    expect_fault([] { SEAM_LAUNCH(misaligned_vector_load, 1, 32, 0, 0, device_floats(32), device_floats(64)); },
+                 "misaligned address");
+}
+
+Test(emu, an_async_copy_from_pageable_memory_faults) {
+    expect_fault([] {
+        static float pageable[32];
+        cudaMemcpyAsync(device_floats(32), pageable, sizeof pageable, cudaMemcpyHostToDevice, 0);
+    }, "pageable host memory");
+}
+
+Test(emu, a_copy_past_an_allocation_faults) {
+    expect_fault([] {
+        float *pinned;
+        cudaHostAlloc((void **)&pinned, 64 * sizeof(float), cudaHostAllocMapped);
+        cudaMemcpyAsync(device_floats(32), pinned, 64 * sizeof(float), cudaMemcpyHostToDevice, 0);
+    }, "run 128 bytes past its end");
+}
+
+// ---------------------------------------------------------------- captures
+
+static cudaStream_t capturing_stream() {
+    cudaStream_t s;
+    cr_assert_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    return s;
+}
+
+Test(emu, a_malloc_during_a_capture_faults) {
+    expect_fault([] {
+        capturing_stream();
+        device_floats(1);
+    }, "cudaMalloc during a stream capture");
+}
+
+Test(emu, mem_get_info_during_a_capture_faults) {
+    expect_fault([] {
+        capturing_stream();
+        size_t f, t;
+        cudaMemGetInfo(&f, &t);
+    }, "cudaMemGetInfo during a stream capture");
+}
+
+Test(emu, synchronizing_a_capturing_stream_faults) {
+    expect_fault([] { cudaStreamSynchronize(capturing_stream()); },
+                 "cudaStreamSynchronize of a stream that is capturing");
+}
+
+Test(emu, a_kernel_first_launched_inside_a_capture_faults) {
+    expect_fault([] {
+        float *d = device_floats(32);
+        cudaStream_t s = capturing_stream();
+        SEAM_LAUNCH(copy_kernel, 1, 32, 0, s, d, d);
+    }, "the first launch of copy_kernel");
+}
+
+Test(emu, a_captured_graph_replays_its_work) {
+    // A kernel run once eagerly (loaded), then captured and replayed: the
+    // capture itself runs nothing, each replay runs it.
+    float *d = device_floats(32), *src = device_floats(32), host[32], got[32];
+    for (int i = 0; i < 32; i++) host[i] = (float)i;
+    cudaStream_t s;
+    cr_assert_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(src, host, sizeof host, cudaMemcpyHostToDevice), cudaSuccess);
+    SEAM_LAUNCH(copy_kernel, 1, 32, 0, s, d, src);
+    cr_assert_eq(cudaStreamSynchronize(s), cudaSuccess);
+    for (int i = 0; i < 32; i++) host[i] = -1.0f;
+    cr_assert_eq(cudaMemcpy(d, host, sizeof host, cudaMemcpyHostToDevice), cudaSuccess);
+    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    SEAM_LAUNCH(copy_kernel, 1, 32, 0, s, d, src);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cr_assert_eq(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    cr_assert_eq(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(got, d, sizeof got, cudaMemcpyDeviceToHost), cudaSuccess);
+    cr_assert_eq(got[5], -1.0f, "the capture ran the kernel");
+    cr_assert_eq(cudaGraphLaunch(exec, s), cudaSuccess);
+    cr_assert_eq(cudaStreamSynchronize(s), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(got, d, sizeof got, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < 32; i++) cr_assert_eq(got[i], (float)i);
+    cudaGraphExecDestroy(exec), cudaGraphDestroy(graph), cudaStreamDestroy(s);
+}
+
+// ---------------------------------------------------------------- errors
+
+Test(emu, a_failed_call_sets_the_last_error_until_it_is_read) {
+    void *p;
+    cr_assert_eq(cudaMalloc(&p, (size_t)1 << 50), cudaErrorMemoryAllocation);
+    cr_assert_eq(cudaPeekAtLastError(), cudaErrorMemoryAllocation);
+    float *d = device_floats(32);  // a call that succeeds leaves it
+    cr_assert_eq(cudaPeekAtLastError(), cudaErrorMemoryAllocation);
+    cr_assert_eq(cudaGetLastError(), cudaErrorMemoryAllocation);
+    cr_assert_eq(cudaGetLastError(), cudaSuccess, "cudaGetLastError clears it");
+    SEAM_LAUNCH(copy_kernel, 1, 2048, 0, 0, d, d);  // too many threads: a launch error
+    cr_assert_eq(cudaGetLastError(), cudaErrorInvalidConfiguration);
+}
+
+Test(emu, the_card_is_chosen_by_profile) {
+    // the default is the lent H200; SEAM_EMU_DEVICE=rtx3060 the seed's 12 GB card
+    cudaDeviceProp p;
+    cr_assert_eq(cudaGetDeviceProperties(&p, 0), cudaSuccess);
+    cr_assert(strstr(p.name, "emulated"), "%s", p.name);
+    size_t free_b, total;
+    cr_assert_eq(cudaMemGetInfo(&free_b, &total), cudaSuccess);
+    cr_assert_eq(total, (size_t)p.totalGlobalMem);
+    cr_assert_lt(free_b, total, "a context takes some memory before seam allocates any");
+    void *d;
+    cr_assert_eq(cudaMalloc(&d, 1 << 20), cudaSuccess);
+    size_t after;
+    cr_assert_eq(cudaMemGetInfo(&after, &total), cudaSuccess);
+    cr_assert_eq(free_b - after, (size_t)1 << 20, "cudaMemGetInfo counts what cudaMalloc took");
+}
