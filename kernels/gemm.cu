@@ -61,8 +61,11 @@ extern "C" int seam_cuda_matmul(seam_cuda_blas *b, seam_cuda_stream *s, uint32_t
     // Row-major out (n, rows) = x (n, cols) . W^T is, to column-major cuBLAS,
     // out^T (rows, n) = W^T (rows, cols) . x^T (cols, n): W row-major is
     // W^T column-major with leading dimension cols, so op(A) = T.
+    // on s, after the dequantisation it reads, whatever stream the handle was made on
+    cublasStatus_t st = cublasSetStream(b->h, stream_of(s));
+    if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(e, "cublasSetStream", st);
     const float one = 1.0f, zero = 0.0f;
-    const cublasStatus_t st = cublasGemmEx(b->h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, n, (int)cols, &one, w16, CUDA_R_16F,
+    st = cublasGemmEx(b->h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, n, (int)cols, &one, w16, CUDA_R_16F,
                                            (int)cols, x16, CUDA_R_16F, (int)cols, &zero, out, CUDA_R_32F, (int)rows,
                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     return st == CUBLAS_STATUS_SUCCESS ? 0 : blas_fail(e, "cublasGemmEx", st);

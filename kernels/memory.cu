@@ -3,9 +3,13 @@
 
 // ---------------------------------------------------------------- device memory
 
+// A failed allocation is reported here, so each clears CUDA's last error
+// (cuda_fail_at's reason): a plan that does not fit must not fail the next
+// configuration of a sweep.
 extern "C" int seam_cuda_malloc(void **ptr, size_t bytes, seam_error *e) {
     const cudaError_t err = cudaMalloc(ptr, bytes);
     if (err != cudaSuccess) {
+        cudaGetLastError();
         *ptr = NULL;
         return seam_fail(e, "CUDA out of memory: %zu bytes did not fit (%s)", bytes, cudaGetErrorString(err));
     }
@@ -37,6 +41,7 @@ extern "C" int seam_cuda_download(void *dst, const void *src, size_t bytes, seam
 extern "C" int seam_cuda_host_alloc(void **ptr, size_t bytes, seam_error *e) {
     const cudaError_t err = cudaHostAlloc(ptr, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
     if (err != cudaSuccess) {
+        cudaGetLastError();
         *ptr = NULL;
         return seam_fail(e, "CUDA could not pin %zu bytes of host memory (%s)", bytes, cudaGetErrorString(err));
     }
@@ -55,13 +60,13 @@ extern "C" int seam_cuda_host_register(void *ptr, size_t bytes, bool read_only, 
         if (supported) flags |= cudaHostRegisterReadOnly;
     }
     const cudaError_t err = cudaHostRegister(ptr, bytes, flags);
-    if (err != cudaSuccess)
-        return seam_fail(e, "CUDA could not pin %zu bytes at %p%s (%s)", bytes, ptr,
-                         read_only && !(flags & cudaHostRegisterReadOnly)
-                             ? " (this device cannot pin read-only memory: map the file writable, or copy it)"
-                             : "",
-                         cudaGetErrorString(err));
-    return 0;
+    if (err == cudaSuccess) return 0;
+    cudaGetLastError();
+    return seam_fail(e, "CUDA could not pin %zu bytes at %p%s (%s)", bytes, ptr,
+                     read_only && !(flags & cudaHostRegisterReadOnly)
+                         ? " (this device cannot pin read-only memory: map the file writable, or copy it)"
+                         : "",
+                     cudaGetErrorString(err));
 }
 
 extern "C" int seam_cuda_host_unregister(void *ptr, seam_error *e) {
