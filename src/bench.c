@@ -65,6 +65,7 @@ typedef struct {
     seam_overflow overflow;
     seam_kv_config cache;
     seam_gpu_prefill gpu_prefill;
+    bool emulated;        // the GPU layers ran on the emulated device: CPU times, not GPU times
     int n_prompt, n_gen;  // one of them is 0
     int n_depth;          // positions already in the cache
     double ts[MAX_REPS];  // tokens per second of each repetition
@@ -280,8 +281,11 @@ static void print_md(const bench_row *rows, int n) {
         }
         if (r->n_gen && r->read_limit > 0) snprintf(pct, sizeof pct, "%.0f%%", 100 * r->gbs / r->read_limit);
         char backend[64];
-        if (r->overflow != OVERFLOW_CPU) snprintf(backend, sizeof backend, "CUDA, rest %s", plan_overflow_name[r->overflow]);
-        else snprintf(backend, sizeof backend, "%sCPU %s", r->gpu_layers ? "CUDA + " : "", r->kernels);
+        const char *cuda = r->emulated ? "CUDA-emu" : "CUDA";
+        if (r->overflow != OVERFLOW_CPU)
+            snprintf(backend, sizeof backend, "%s, rest %s", cuda, plan_overflow_name[r->overflow]);
+        else if (r->gpu_layers) snprintf(backend, sizeof backend, "%s + CPU %s", cuda, r->kernels);
+        else snprintf(backend, sizeof backend, "CPU %s", r->kernels);
         if (r->n_prompt && (r->gpu_layers || r->overflow != OVERFLOW_CPU)) {  // the prefill path through the GPU layers
             const size_t used = strlen(backend);
             snprintf(backend + used, sizeof backend - used, ", prefill %s", gpu_prefill_name[r->gpu_prefill]);
@@ -292,6 +296,12 @@ static void print_md(const bench_row *rows, int n) {
                plan_kv_type_name[r->cache.k], plan_kv_type_name[r->cache.v], test, r->mean, r->sd, w, kv, gbs, pct,
                r->mem / 1048576.0, r->mem_pred / 1048576.0, memstat_error(r->mem, r->mem_pred));
     }
+    for (int i = 0; i < n; i++)
+        if (rows[i].emulated) {
+            printf("\nCUDA-emu: the GPU layers ran on the emulated device (emu/), on this CPU: their times are CPU "
+                   "times, not GPU times.\n");
+            break;
+        }
 }
 
 static void print_json(const bench_row *rows, int n) {
@@ -312,11 +322,12 @@ static void print_json(const bench_row *rows, int n) {
         for (int k = 0; k < r->reps; k++) printf(k ? ", %.4f" : "%.4f", r->ts[k]);
         printf("], \"weight_bytes\": %.0f, \"kv_bytes\": %.0f, \"gbps\": %.4f, \"read_gbps\": %.4f, "
                "\"host_bytes\": %llu, \"host_predicted\": %llu, \"gpu_bytes\": %llu, \"gpu_predicted\": %llu, "
-               "\"gpu_prefill\": \"%s\", "
+               "\"gpu_prefill\": \"%s\", \"gpu_emulated\": %s, "
                "\"segments_us\": {\"gpu\": %.3f, \"cpu\": %.3f, \"cpu_attention\": %.3f, \"head\": %.3f}}%s\n",
                r->weight_bytes, r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem,
                (unsigned long long)r->mem_pred, (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred,
-               gpu_prefill_name[r->gpu_prefill], r->segment_us[SEG_GPU], r->segment_us[SEG_CPU], r->cpu_attention_us,
+               gpu_prefill_name[r->gpu_prefill], r->emulated ? "true" : "false", r->segment_us[SEG_GPU],
+               r->segment_us[SEG_CPU], r->cpu_attention_us,
                r->segment_us[SEG_HEAD], i + 1 < n ? "," : "");
     }
     printf("]\n");
@@ -325,17 +336,19 @@ static void print_json(const bench_row *rows, int n) {
 static void print_csv(const bench_row *rows, int n) {
     printf("model,model_size,model_params,kernels,n_threads,n_gpu_layers,overflow,type_k,type_v,test,n_prompt,n_gen,"
            "n_depth,avg_ts,stddev_ts,weight_bytes,kv_bytes,gbps,read_gbps,host_bytes,host_predicted,gpu_bytes,"
-           "gpu_predicted,gpu_prefill\n");
+           "gpu_predicted,gpu_prefill,gpu_emulated\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         char test[48];
         test_name(r, test, sizeof test);
-        printf("\"%s\",%llu,%llu,%s,%d,%d,%s,%s,%s,\"%s\",%d,%d,%d,%.4f,%.4f,%.0f,%.0f,%.4f,%.4f,%llu,%llu,%llu,%llu,%s\n",
+        printf("\"%s\",%llu,%llu,%s,%d,%d,%s,%s,%s,\"%s\",%d,%d,%d,%.4f,%.4f,%.0f,%.0f,%.4f,%.4f,%llu,%llu,%llu,%llu,%s,"
+               "%d\n",
                r->model, (unsigned long long)r->size, (unsigned long long)r->params, r->kernels, r->threads,
                r->gpu_layers, plan_overflow_name[r->overflow], plan_kv_type_name[r->cache.k],
                plan_kv_type_name[r->cache.v], test, r->n_prompt, r->n_gen, r->n_depth, r->mean, r->sd, r->weight_bytes,
                r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem, (unsigned long long)r->mem_pred,
-               (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred, gpu_prefill_name[r->gpu_prefill]);
+               (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred, gpu_prefill_name[r->gpu_prefill],
+               r->emulated);
     }
 }
 
@@ -381,6 +394,8 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
              plan_kv_type_name[cf->cache.k], plan_kv_type_name[cf->cache.v]);
     if (plan_make(&plan, m, &req, &e)) return fprintf(stderr, "seam bench: %s: %s\n", what, e.msg), -1;
     const bool gpu = plan_gpu_computed_layers(&plan) > 0 || plan.head == DEV_GPU;
+    bool emulated;
+    gpu_device_name(&emulated);
     const seam_mem_prediction pred = memstat_predict(&plan, m, cf->threads);
     seam_engine eng;
     int *ids = malloc(sizeof(int) * (size_t)n_ctx);
@@ -425,7 +440,7 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                 *row = (bench_row){.model = path, .size = m->file.size, .params = params,
                                    .kernels = cpu_kernels_get()->name, .threads = cf->threads, .gpu_layers = cf->ngl,
                                    .overflow = cf->overflow, .cache = cf->cache, .gpu_prefill = o->gpu_prefill,
-                                   .n_prompt = kind == 0 ? sizes->v[s] : 0,
+                                   .emulated = gpu && emulated, .n_prompt = kind == 0 ? sizes->v[s] : 0,
                                    .n_gen = kind == 1 ? sizes->v[s] : 0, .n_depth = depth};
                 test_tokens(ids, sizes->v[s], m->cfg.n_vocab, (uint64_t)sizes->v[s] * 2 + (uint64_t)kind);
                 char test[48];

@@ -69,6 +69,11 @@ gpu_scratch_cols gpu_segment_scratch_cols(const seam_config *c) {
 
 uint64_t gpu_free_bytes(void) { return 0; }
 
+const char *gpu_device_name(bool *emulated) {
+    *emulated = false;
+    return NULL;
+}
+
 int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *plan, int n_ctx, bool use_graph,
                      seam_error *e) {
     *out = NULL;
@@ -84,6 +89,8 @@ int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_
 
 bool gpu_segment_gemm(const gpu_segment *g, int n) { return false; }
 
+const char *gpu_segment_graph_failure(const gpu_segment *g) { return NULL; }
+
 int gpu_segment_prefill(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
                         seam_token_time *tt, seam_error *e) {
     return seam_fail(e, "this seam was built without CUDA");
@@ -97,6 +104,17 @@ uint64_t gpu_free_bytes(void) {
     seam_cuda_info info;
     seam_error e;
     return seam_cuda_device_count() > 0 && seam_cuda_device_info(0, &info, &e) == 0 ? info.free_bytes : 0;
+}
+
+const char *gpu_device_name(bool *emulated) {
+    static char name[sizeof ((seam_cuda_info *)0)->name];
+    seam_cuda_info info;
+    seam_error e;
+    *emulated = false;
+    if (seam_cuda_device_count() == 0 || seam_cuda_device_info(0, &info, &e)) return NULL;
+    *emulated = info.emulated;
+    snprintf(name, sizeof name, "%s", info.name);
+    return name;
 }
 
 // A layer's weights as the device reads them: the host layer's views with
@@ -126,7 +144,10 @@ struct gpu_segment {
     int n_ctx;
     seam_kv_config cache;     // the KV cache's types and rows, as the plan counts them
     int rot_k, rot_v;         // the rotation of a quantised cache (plan_kv_rotation)
-    bool use_graph;
+    bool use_graph;           // capture the segment once and replay it (cleared when a capture fails)
+    int decoded;              // tokens through the decode path so far: the first runs op by op, so that
+                              // every kernel has run (its module loaded) before a capture records it
+    char graph_failure[sizeof ((seam_error *)0)->msg];  // why a capture failed: the segment then runs op by op
     seam_gpu_prefill prefill;  // the plan's: how a prompt's batches cross (its GEMM buffers below exist only
                                // when gpu_prefill_uses_gemm)
     seam_cuda_stream *stream;
@@ -610,9 +631,9 @@ static int record_streamed(gpu_segment *g, seam_timeline *tl, int token, seam_er
     return 0;
 }
 
-// The segment captured as a graph, on the first token. A capture that an op
-// fails is discarded, so that the stream works again and the op's error is
-// the one reported.
+// The segment captured as a graph, after the first token ran op by op. A
+// capture that an op fails is discarded, so that the stream works again and
+// the op's error is the one reported.
 static int capture_segment(gpu_segment *g, seam_error *e) {
     if (seam_cuda_graph_begin(g->stream, e)) return -1;
     if (enqueue_segment(g, 0, g->head, e)) {
@@ -621,6 +642,22 @@ static int capture_segment(gpu_segment *g, seam_error *e) {
     }
     return seam_cuda_graph_end(g->stream, &g->graph, e);
 }
+
+// Whether this decoded token replays the graph (capturing it first): not
+// the first token, which loads every kernel op by op, nor any token after a
+// capture failed -- that failure is kept for the report, and the segment
+// goes on op by op instead of capturing again at every token.
+static bool replay_graph(gpu_segment *g) {
+    if (!g->use_graph || g->decoded++ == 0) return false;
+    if (g->graph) return true;
+    seam_error why = {{0}};
+    if (capture_segment(g, &why) == 0) return true;
+    g->use_graph = false;
+    snprintf(g->graph_failure, sizeof g->graph_failure, "%s", why.msg);
+    return false;
+}
+
+const char *gpu_segment_graph_failure(const gpu_segment *g) { return g->graph_failure[0] ? g->graph_failure : NULL; }
 
 // One token (n = 0: decode's buffers, the graph) or a prefill batch of n
 // (x: n rows) at positions pos0.. through the segment: x crosses to the
@@ -642,8 +679,7 @@ static int run_segment(gpu_segment *g, float *x, int n, int pos0, bool head, flo
 
     // the segment: a token's captured once, replayed after; timed from the
     // GPU taking up its launch to its last op (the report's "GPU layers")
-    const bool graph = g->use_graph && n == 0;
-    if (graph && !g->graph && capture_segment(g, e)) return -1;
+    const bool graph = n == 0 && replay_graph(g);
     if (seam_cuda_event_record(g->ev_start, g->stream, e)) return -1;
     if (graph ? seam_cuda_graph_launch(g->graph, g->stream, e) : enqueue_segment(g, n, head, e)) return -1;
     float ms = 0;

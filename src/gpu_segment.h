@@ -20,6 +20,11 @@ typedef struct gpu_segment gpu_segment;
 // seam was built without CUDA or there is no device.
 uint64_t gpu_free_bytes(void);
 
+// The name of CUDA device 0, or NULL without one (or without a CUDA build);
+// *emulated when it is the emulated device (the SEAM_CUDA_EMU build), whose
+// times are the CPU's, not a GPU's: every report must say so.
+const char *gpu_device_name(bool *emulated);
+
 // Copies the weights of the plan's GPU layers (and head) to the device and
 // allocates their KV caches and the activations. Fails with a message when
 // there is no CUDA build or device, when memory runs out (naming what and how
@@ -37,6 +42,10 @@ void gpu_segment_free(gpu_segment *g);
 // launch -- the graph's, or the first op's without graphs -- to its last op).
 int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_timeline *tl, seam_token_time *tt,
                         seam_error *e);
+
+// Why the segment's CUDA graph could not be captured, or NULL: the segment
+// then runs op by op (the first token always does, before the capture).
+const char *gpu_segment_graph_failure(const gpu_segment *g);
 
 // The batch from which --gpu-prefill auto takes the GEMM (plan.h's
 // seam_gpu_prefill). Provisional, until a device measures it (bench/gpu-check.sh's pp32..pp512

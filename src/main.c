@@ -97,7 +97,24 @@ static int make_plan(const options *o, const seam_model *m, bool will_run, seam_
         fprintf(stderr, "seam: no CUDA device: --gpu-layers auto runs every layer on the CPU\n");
     if (plan_make(p, m, &req, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
     plan_print(p, stderr);
+    bool emulated;
+    const char *gpu = gpu_device_name(&emulated);
+    if (gpu && (plan_gpu_computed_layers(p) > 0 || p->head == DEV_GPU))
+        fprintf(stderr, "  GPU: %s%s\n", gpu,
+                emulated ? ": an emulated device, its times are CPU times, not GPU times" : "");
     return 0;
+}
+
+// What the report adds about the GPU: that an emulated device's times are
+// the CPU's, and a CUDA graph that could not be captured.
+static void gpu_notes(const seam_engine *eng) {
+    if (!eng->gpu) return;
+    bool emulated;
+    const char *gpu = gpu_device_name(&emulated);
+    if (emulated)
+        fprintf(stderr, "seam: the GPU above is %s: its times are CPU times, not GPU times\n", gpu);
+    const char *why = gpu_segment_graph_failure(eng->gpu);
+    if (why) fprintf(stderr, "seam: the CUDA graph could not be captured, so the GPU layers ran op by op: %s\n", why);
 }
 
 // ---------------------------------------------------------------- run
@@ -253,6 +270,7 @@ static int cmd_run(const options *o) {
     snprintf(filled, sizeof filled, "filling %d of %d positions", pos, ss.eng.n_ctx);
     session_memory(&ss, filled);
     timeline_report(&ss.eng.timeline, stderr);
+    gpu_notes(&ss.eng);
     if (o->timeline_path && timeline_write_json(&ss.eng.timeline, o->timeline_path, &err)) goto fail;
     rc = 0;
     goto done;
