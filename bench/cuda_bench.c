@@ -1,21 +1,25 @@
 // cuda_bench.c — the CUDA workbench: how close the matvec comes to memory
 // bandwidth, and what one token's attention costs, on Qwen3-0.6B's shapes.
 //
-//   seam-cuda-bench [-r REPS] [-l LAYERS]
+//   seam-cuda-bench [-r REPS] [-l LAYERS] [-v VOCAB]
 //
 // matvec   the seven matrices of a layer (n_embd 1024, 16 q heads and 8 KV
 //          heads of 128, n_ff 3072) as Q4_K, LAYERS (28) distinct copies of
 //          each so that L2 (50 MB) cannot serve them, run as one CUDA graph
 //          per shape, then all of them as one graph (the matvecs of a token);
-//          and the output head (151936 x 1024) as Q6_K (what a Q4_K_M file
-//          holds), Q4_K and Q8_0. The activation is quantised once, outside
-//          the timing: these are the weight-streaming kernels alone.
+//          and the output head (VOCAB = 151936 x 1024) as Q6_K (what a
+//          Q4_K_M file holds), Q4_K and Q8_0. The activation is quantised
+//          once per row length, outside the timing: these are the
+//          weight-streaming kernels alone. Before it is timed, every graph's
+//          output is checked against the C reference (seam_vec_dot) on a
+//          few rows: a wrong result is an error, not a figure.
 // attention one token over positions 0..pos of a 4096-position cache, 16
 //          heads on 8 KV heads of 128, LAYERS layers as one graph.
 // Figures: the median of REPS graph replays (after warm-up), timed by CUDA
 // events; GB/s are weight (or K and V) bytes per second, % against the peak
 // seam_cuda_device_info derives from the memory clock and bus width (an
 // H200: 4.8 TB/s; a device-to-device copy reaches about 4.3 TB/s there).
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +38,7 @@
 static seam_error err;
 static seam_cuda_stream *stream;
 static double peak_gbs;
-static int reps = 50, n_layers = 28;
+static int reps = 50, n_layers = 28, vocab = 151936;
 
 static uint64_t rng_state = 42;
 static uint64_t rng_next(void) {  // splitmix64
@@ -44,9 +48,12 @@ static uint64_t rng_next(void) {  // splitmix64
     return z ^ (z >> 31);
 }
 
-// A device matrix of random blocks whose f16 scales are small and finite.
-static void *device_matrix(uint32_t type, int64_t rows, int64_t cols) {
-    const uint64_t bytes = ggml_row_bytes(type, (uint64_t)cols) * (uint64_t)rows;
+// A matrix of random blocks whose f16 scales are small and finite, on the
+// device; *host keeps its first CHECKED rows for the check.
+enum { CHECKED = 8 };
+
+static void *device_matrix(uint32_t type, int64_t rows, int64_t cols, uint8_t **host) {
+    const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)cols), bytes = row_bytes * (uint64_t)rows;
     uint8_t *w = malloc(bytes);
     for (uint64_t i = 0; i < bytes; i++) w[i] = (uint8_t)rng_next();
     uint32_t be, bb;
@@ -59,23 +66,67 @@ static void *device_matrix(uint32_t type, int64_t rows, int64_t cols) {
     void *dw;
     CHECK(seam_cuda_malloc(&dw, bytes, &err));
     CHECK(seam_cuda_upload(dw, w, bytes, &err));
+    const int64_t kept = rows < CHECKED ? rows : CHECKED;
+    *host = malloc(row_bytes * (uint64_t)kept);
+    memcpy(*host, w, row_bytes * (uint64_t)kept);
     free(w);
     return dw;
 }
 
-// x (cols) of random values, quantised for `type` on the device.
-static void *device_act(uint32_t type, int64_t cols) {
-    float *x = malloc(sizeof(float) * (size_t)cols), *dx;
-    for (int64_t i = 0; i < cols; i++) x[i] = (float)((int64_t)(rng_next() >> 40) - (1 << 23)) / (1 << 23);
+// An activation of cols random values: x on the host, and act, x quantised
+// for `type` on the device, which only a matrix of cols columns may read
+// (its layout -- quants, then scales -- depends on cols).
+typedef struct {
+    int64_t cols;
+    float *x;
     void *act;
+} activation;
+
+static activation device_act(uint32_t type, int64_t cols) {
+    activation a = {cols, malloc(sizeof(float) * (size_t)cols), NULL};
+    float *dx;
+    for (int64_t i = 0; i < cols; i++) a.x[i] = (float)((int64_t)(rng_next() >> 40) - (1 << 23)) / (1 << 23);
     CHECK(seam_cuda_malloc((void **)&dx, sizeof(float) * (size_t)cols, &err));
-    CHECK(seam_cuda_malloc(&act, seam_cuda_matvec_scratch_bytes(cols), &err));
-    CHECK(seam_cuda_upload(dx, x, sizeof(float) * (size_t)cols, &err));
-    CHECK(seam_cuda_quantize(stream, type, dx, act, cols, &err));
+    CHECK(seam_cuda_malloc(&a.act, seam_cuda_matvec_scratch_bytes(cols), &err));
+    CHECK(seam_cuda_upload(dx, a.x, sizeof(float) * (size_t)cols, &err));
+    CHECK(seam_cuda_quantize(stream, type, dx, a.act, cols, &err));
     CHECK(seam_cuda_stream_synchronize(stream, &err));
     seam_cuda_free(dx);
-    free(x);
-    return act;
+    return a;
+}
+
+static void free_act(activation *a) {
+    seam_cuda_free(a->act);
+    free(a->x);
+}
+
+// The first rows (at most CHECKED) of out (on the device), W's rows times a,
+// against seam_vec_dot: the integer sums are exact, so they agree to the
+// order of the float sums (test_cuda.c's matvec tolerance). Exits on a
+// mismatch.
+static void check_rows(const char *what, uint32_t type, const uint8_t *w, int64_t rows, const activation *a,
+                       const float *out) {
+    const int64_t n = rows < CHECKED ? rows : CHECKED, rb = (int64_t)ggml_row_bytes(type, (uint64_t)a->cols);
+    float got[CHECKED], *wf = malloc(sizeof(float) * (size_t)a->cols), *af = malloc(sizeof(float) * (size_t)a->cols);
+    void *act = malloc(ggml_row_bytes(seam_vec_dot_type(type), (uint64_t)a->cols));
+    CHECK(seam_cuda_download(got, out, sizeof(float) * (size_t)n, &err));
+    if (seam_quantize_activation(seam_vec_dot_type(type), a->x, act, a->cols) ||
+        seam_dequantize_row(seam_vec_dot_type(type), act, af, a->cols)) {
+        fprintf(stderr, "seam-cuda-bench: %s: no C reference for %s\n", what, ggml_type_name(type));
+        exit(1);
+    }
+    for (int64_t r = 0; r < n; r++) {
+        seam_dequantize_row(type, w + r * rb, wf, a->cols);
+        double magnitude = 0;
+        for (int64_t i = 0; i < a->cols; i++) magnitude += fabs((double)wf[i] * af[i]);
+        const float want = seam_vec_dot(type, w + r * rb, act, a->cols);
+        if (!(fabs(got[r] - want) <= 1e-5 * magnitude + 1e-6)) {
+            fprintf(stderr, "seam-cuda-bench: %s: row %lld is %g, the C reference %g\n", what, (long long)r, got[r],
+                    want);
+            exit(1);
+        }
+    }
+    free(wf), free(af), free(act);
 }
 
 static int cmp_float(const void *a, const void *b) {
@@ -119,49 +170,73 @@ typedef struct {
 // Captures `copies` matvecs of one shape (distinct weights, one activation).
 static void bench_matvec(const shape *s, int copies) {
     void **w = malloc(sizeof(void *) * (size_t)copies);
-    for (int l = 0; l < copies; l++) w[l] = device_matrix(s->type, s->rows, s->cols);
-    void *act = device_act(s->type, s->cols);
+    uint8_t **host = malloc(sizeof(uint8_t *) * (size_t)copies);
+    for (int l = 0; l < copies; l++) w[l] = device_matrix(s->type, s->rows, s->cols, &host[l]);
+    activation act = device_act(s->type, s->cols);
     float *out;
     CHECK(seam_cuda_malloc((void **)&out, sizeof(float) * (size_t)s->rows, &err));
+    // once outside the capture: a kernel's first launch loads its module
+    CHECK(seam_cuda_matvec_quantized(stream, s->type, w[0], s->rows, s->cols, act.act, out, &err));
     seam_cuda_graph *g;
     CHECK(seam_cuda_graph_begin(stream, &err));
-    for (int l = 0; l < copies; l++) CHECK(seam_cuda_matvec_quantized(stream, s->type, w[l], s->rows, s->cols, act, out, &err));
+    for (int l = 0; l < copies; l++)
+        CHECK(seam_cuda_matvec_quantized(stream, s->type, w[l], s->rows, s->cols, act.act, out, &err));
     CHECK(seam_cuda_graph_end(stream, &g, &err));
     char what[64];
     snprintf(what, sizeof what, "%s %s %lldx%lld", s->name, ggml_type_name(s->type), (long long)s->rows, (long long)s->cols);
+    CHECK(seam_cuda_graph_launch(g, stream, &err));
+    check_rows(what, s->type, host[copies - 1], s->rows, &act, out);  // out holds the last copy's product
     report(what, (double)ggml_row_bytes(s->type, (uint64_t)s->cols) * (double)s->rows * copies, copies, time_graph(g));
     seam_cuda_graph_destroy(g);
-    for (int l = 0; l < copies; l++) seam_cuda_free(w[l]);
-    seam_cuda_free(act), seam_cuda_free(out);
-    free(w);
+    for (int l = 0; l < copies; l++) seam_cuda_free(w[l]), free(host[l]);
+    free_act(&act);
+    seam_cuda_free(out);
+    free(w), free(host);
 }
 
-// All the matvecs of a token's layers, as one graph.
+// All the matvecs of a token's layers, as one graph: each matrix reads the
+// activation quantised for its own row length, and writes its own output.
 static void bench_layers(const shape *layer, int n_shapes) {
-    void **w = malloc(sizeof(void *) * (size_t)(n_layers * n_shapes));
-    void *act[2] = {device_act(GGML_TYPE_Q4_K, 1024), device_act(GGML_TYPE_Q4_K, 3072)};  // the two row lengths
-    float *out;
-    CHECK(seam_cuda_malloc((void **)&out, sizeof(float) * 3072, &err));
+    const int n = n_layers * n_shapes;
+    void **w = malloc(sizeof(void *) * (size_t)n);
+    uint8_t **host = malloc(sizeof(uint8_t *) * (size_t)n);
+    activation *act = malloc(sizeof(activation) * (size_t)n_shapes);
+    float **out = malloc(sizeof(float *) * (size_t)n_shapes);
+    int *act_of = malloc(sizeof(int) * (size_t)n_shapes);  // the shape whose activation shape i reads
     double bytes = 0;
-    for (int i = 0; i < n_layers * n_shapes; i++) {
+    for (int i = 0; i < n_shapes; i++) {
+        act_of[i] = i;
+        for (int j = 0; j < i; j++)
+            if (layer[j].cols == layer[i].cols && layer[j].type == layer[i].type) act_of[i] = act_of[j];
+        if (act_of[i] == i) act[i] = device_act(layer[i].type, layer[i].cols);
+        CHECK(seam_cuda_malloc((void **)&out[i], sizeof(float) * (size_t)layer[i].rows, &err));
+    }
+    for (int i = 0; i < n; i++) {
         const shape *s = &layer[i % n_shapes];
-        w[i] = device_matrix(s->type, s->rows, s->cols);
+        w[i] = device_matrix(s->type, s->rows, s->cols, &host[i]);
         bytes += (double)ggml_row_bytes(s->type, (uint64_t)s->cols) * (double)s->rows;
     }
     seam_cuda_graph *g;
     CHECK(seam_cuda_graph_begin(stream, &err));
-    for (int i = 0; i < n_layers * n_shapes; i++) {
-        const shape *s = &layer[i % n_shapes];
-        CHECK(seam_cuda_matvec_quantized(stream, s->type, w[i], s->rows, s->cols, act[s->cols != 1024], out, &err));
+    for (int i = 0; i < n; i++) {
+        const int k = i % n_shapes;
+        CHECK(seam_cuda_matvec_quantized(stream, layer[k].type, w[i], layer[k].rows, layer[k].cols,
+                                         act[act_of[k]].act, out[k], &err));
     }
     CHECK(seam_cuda_graph_end(stream, &g, &err));
     char what[64];
     snprintf(what, sizeof what, "all %d layers' matvecs", n_layers);
-    report(what, bytes, n_layers * n_shapes, time_graph(g));
+    CHECK(seam_cuda_graph_launch(g, stream, &err));
+    for (int k = 0; k < n_shapes; k++)  // each output holds the last layer's product
+        check_rows(what, layer[k].type, host[n - n_shapes + k], layer[k].rows, &act[act_of[k]], out[k]);
+    report(what, bytes, n, time_graph(g));
     seam_cuda_graph_destroy(g);
-    for (int i = 0; i < n_layers * n_shapes; i++) seam_cuda_free(w[i]);
-    seam_cuda_free(act[0]), seam_cuda_free(act[1]), seam_cuda_free(out);
-    free(w);
+    for (int i = 0; i < n; i++) seam_cuda_free(w[i]), free(host[i]);
+    for (int i = 0; i < n_shapes; i++) {
+        if (act_of[i] == i) free_act(&act[i]);
+        seam_cuda_free(out[i]);
+    }
+    free(w), free(host), free(act), free(out), free(act_of);
 }
 
 // One token's attention at position pos over n_layers layers' caches.
@@ -184,6 +259,8 @@ static void bench_attention(int pos) {
     CHECK(seam_cuda_malloc((void **)&step, sizeof st, &err));
     CHECK(seam_cuda_upload(q, hq, sizeof hq, &err));
     CHECK(seam_cuda_upload(step, &st, sizeof st, &err));
+    const seam_cuda_kv first = {kv[0], kv[1], GGML_TYPE_F16, GGML_TYPE_F16, N_CTX};  // once outside the capture
+    CHECK(seam_cuda_attention(stream, out, q, &first, N_HEADS, N_KV, HEAD_DIM, N_CTX, 0, 0.088f, NULL, step, &err));
     seam_cuda_graph *g;
     CHECK(seam_cuda_graph_begin(stream, &err));
     for (int l = 0; l < n_layers; l++) {
@@ -232,9 +309,11 @@ int main(int argc, char **argv) {
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-r")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-l")) n_layers = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-v")) vocab = atoi(argv[i + 1]);
+        else reps = 0;
     }
-    if (reps < 1 || n_layers < 1) {
-        fprintf(stderr, "usage: seam-cuda-bench [-r REPS] [-l LAYERS]\n");
+    if (reps < 1 || n_layers < 1 || vocab < 1 || argc % 2 == 0) {
+        fprintf(stderr, "usage: seam-cuda-bench [-r REPS] [-l LAYERS] [-v VOCAB]\n");
         return 2;
     }
     if (seam_cuda_device_count() == 0) {
@@ -246,8 +325,10 @@ int main(int argc, char **argv) {
     CHECK(seam_cuda_init(0, &err));
     CHECK(seam_cuda_stream_create(&stream, &err));
     peak_gbs = info.mem_bandwidth_gbs;
-    printf("%s, sm_%d%d, %d SMs, peak %.0f GB/s; median of %d replays\n\n", info.name, info.major, info.minor,
+    printf("%s, sm_%d%d, %d SMs, peak %.0f GB/s; median of %d replays\n", info.name, info.major, info.minor,
            info.sm_count, peak_gbs, reps);
+    if (info.emulated) printf("(the emulated device: these are CPU times, not GPU times)\n");
+    printf("\n");
     printf("%-34s %12s %5s %13s %13s %7s\n", "", "bytes", "calls", "time", "rate", "peak");
 
     const shape layer[] = {
@@ -260,9 +341,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n_shapes; i++) bench_matvec(&layer[i], n_layers);
     bench_layers(layer, n_shapes);
     const shape heads[] = {
-        {"output", GGML_TYPE_Q6_K, 151936, 1024},
-        {"output", GGML_TYPE_Q4_K, 151936, 1024},
-        {"output", GGML_TYPE_Q8_0, 151936, 1024},
+        {"output", GGML_TYPE_Q6_K, vocab, 1024},
+        {"output", GGML_TYPE_Q4_K, vocab, 1024},
+        {"output", GGML_TYPE_Q8_0, vocab, 1024},
     };
     for (int i = 0; i < 3; i++) bench_matvec(&heads[i], 1);
     printf("\n");
