@@ -68,6 +68,21 @@ void *shared_dynamic(size_t align);
 // The device memory of a __device__ array (a device allocation, made once).
 void *device_array(size_t bytes, const char *name);
 
+// A __device__ array: its device memory made at first use, so that a
+// process starts no emulated device until it uses one. Kernels index it;
+// the host passes it to cudaGetSymbolAddress as the symbol.
+template <class T> struct device_array_ref {
+    size_t count;
+    const char *name;
+    mutable T *p;
+    T *get() const {
+        if (!p) p = (T *)device_array(sizeof(T) * count, name);
+        return p;
+    }
+    T &operator[](size_t i) const { return get()[i]; }
+    operator const void *() const { return get(); }
+};
+
 // ---------------------------------------------------------------- faults
 
 // A fault of the running kernel (or a misuse of the runtime): says what and
@@ -204,7 +219,6 @@ inline int min(int a, int b) { return b < a ? b : a; }
     type *const name =                                                                                      \
         (type *)emu::shared_static(&name##_emu_site, sizeof(type) * (size_t)(count), alignof(type), #name)
 #define SEAM_SHARED_DYNAMIC(type, name) type *const name = (type *)emu::shared_dynamic(alignof(type))
-#define SEAM_DEVICE_ARRAY(type, name, count) \
-    type *const name = (type *)emu::device_array(sizeof(type) * (size_t)(count), #name)
+#define SEAM_DEVICE_ARRAY(type, name, count) emu::device_array_ref<type> name{(size_t)(count), #name, nullptr}
 
 #endif

@@ -138,6 +138,7 @@ struct state {
     std::set<const void *> loaded;          // kernels whose module is loaded (launched, or asked about)
     std::map<const void *, int> max_dynamic_shared;  // cudaFuncSetAttribute's
     int global_captures = 0;
+    int captures_begun = 0;
     // order between streams
     vector_clock host_clock;    // what the host has seen finish (its synchronisations)
     int next_stream_id = 1;
@@ -649,7 +650,15 @@ static const struct {
      "pointer does not correspond to a registered memory region"},
     {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
      "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
 };
+
+extern "C" int seam_emu_captures_begun(void) {
+    state &s = st();
+    std::lock_guard<std::mutex> lock(s.m);
+    return s.captures_begun;
+}
 
 extern "C" const char *cudaGetErrorName(cudaError_t e) {
     for (const auto &n : error_names)
@@ -1110,6 +1119,7 @@ extern "C" cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCap
     q->capture = new CUgraph_st;
     q->capture_mode = mode;
     if (mode == cudaStreamCaptureModeGlobal) s.global_captures++;
+    s.captures_begun++;
     return cudaSuccess;
 }
 
@@ -1119,10 +1129,16 @@ extern "C" cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *gr
     CUstream_st *q = stream_of(s, stream, "cudaStreamEndCapture");
     *graph = nullptr;
     if (!q->capture) return status(cudaErrorIllegalState);
+    if (q->capture_mode == cudaStreamCaptureModeGlobal) s.global_captures--;
+    const char *fail = getenv("SEAM_EMU_FAIL_CAPTURE");  // a test's injection (emu_hooks.h)
+    if (fail && !strcmp(fail, "1")) {  // as CUDA ends a capture that something invalidated: no graph
+        delete q->capture;
+        q->capture = nullptr;
+        return status(cudaErrorStreamCaptureInvalidated);
+    }
     *graph = q->capture;
     s.graphs.insert(q->capture);
     q->capture = nullptr;
-    if (q->capture_mode == cudaStreamCaptureModeGlobal) s.global_captures--;
     return cudaSuccess;
 }
 

@@ -159,3 +159,74 @@ Test(engine, sliding_ring_equals_full_cache, .timeout = 600) {
     }
     model_free(&m);
 }
+
+// ---------------------------------------------------------------------------
+// The GPU segment's graph: captured on the second token (the first runs op
+// by op, so that every kernel has run before a capture records it) and
+// replayed after, the same kernels on the same data as op by op, so the
+// same logits bit for bit.
+
+#ifdef SEAM_HAVE_CUDA
+#include "seam_cuda.h"
+
+// The logits after each of n tokens with 2 of tiny's 4 layers on the GPU,
+// captured as a graph or run op by op; *why_no_graph: the segment's
+// capture failure, if any (a static copy).
+static float *run_gpu(const seam_model *m, const int *tokens, int n, bool graph, const char **why_no_graph) {
+    static char why[512];
+    seam_engine eng;
+    seam_plan plan;
+    seam_error e = {{0}};
+    const seam_plan_request req = {.gpu_layers = 2, .head = -1, .n_ctx = n, .gpu_budget = 1ull << 40};
+    cr_assert_eq(plan_make(&plan, m, &req, &e), 0, "%s", e.msg);
+    cr_assert_eq(engine_init(&eng, m, n, &e), 0, "%s", e.msg);
+    cr_assert_eq(engine_place(&eng, &plan, graph, &e), 0, "%s", e.msg);
+    float *all = malloc(sizeof(float) * (size_t)n * m->cfg.n_vocab), *logits;
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(engine_forward(&eng, tokens[i], i, &logits, &e), 0, "token %d: %s", i, e.msg);
+        memcpy(all + (size_t)i * m->cfg.n_vocab, logits, sizeof(float) * m->cfg.n_vocab);
+    }
+    const char *failure = gpu_segment_graph_failure(eng.gpu);
+    snprintf(why, sizeof why, "%s", failure ? failure : "");
+    *why_no_graph = failure ? why : NULL;
+    engine_free(&eng);
+    return all;
+}
+
+static const int gpu_tokens[] = {1, 17, 300, 42, 7, 255};
+enum { N_GPU_TOKENS = sizeof gpu_tokens / sizeof *gpu_tokens };
+
+Test(engine, gpu_graph_replays_what_op_by_op_runs) {
+    if (seam_cuda_device_count() == 0) cr_skip_test("skipped: no CUDA device");
+    seam_model m;
+    seam_error e = {{0}};
+    cr_assert_eq(model_load(&m, tiny_model(), &e), 0, "%s", e.msg);
+    const char *why_a, *why_b;
+    float *a = run_gpu(&m, gpu_tokens, N_GPU_TOKENS, true, &why_a), *b = run_gpu(&m, gpu_tokens, N_GPU_TOKENS, false, &why_b);
+    cr_assert_null(why_a, "the capture failed: %s", why_a);
+    cr_assert(memcmp(a, b, sizeof(float) * N_GPU_TOKENS * m.cfg.n_vocab) == 0, "graph and op-by-op logits differ");
+    free(a), free(b);
+    model_free(&m);
+}
+
+#ifdef SEAM_CUDA_EMU
+#include "emu_hooks.h"
+
+Test(engine, a_failed_capture_is_not_tried_again) {
+    // every capture fails (the emulator's injection): the tokens still run,
+    // op by op, after one capture, and the reason is kept for the report
+    setenv("SEAM_EMU_FAIL_CAPTURE", "1", 1);
+    seam_model m;
+    seam_error e = {{0}};
+    cr_assert_eq(model_load(&m, tiny_model(), &e), 0, "%s", e.msg);
+    const char *why, *none;
+    float *a = run_gpu(&m, gpu_tokens, N_GPU_TOKENS, true, &why);
+    cr_assert_eq(seam_emu_captures_begun(), 1, "captures begun over %d tokens", N_GPU_TOKENS);
+    cr_assert(why && strstr(why, "cudaStreamEndCapture"), "the capture's failure: %s", why ? why : "(none)");
+    float *b = run_gpu(&m, gpu_tokens, N_GPU_TOKENS, false, &none);
+    cr_assert(memcmp(a, b, sizeof(float) * N_GPU_TOKENS * m.cfg.n_vocab) == 0, "the fallback's logits differ");
+    free(a), free(b);
+    model_free(&m);
+}
+#endif
+#endif
