@@ -73,6 +73,10 @@ __global__ void quantize_f16_kernel(const float *__restrict__ x, uint16_t *__res
     if (i < n) y[i] = f16_bits(x[i]);
 }
 
+extern "C" bool seam_cuda_reads_type(uint32_t type) {
+    return with_type(type, [](auto) {});
+}
+
 extern "C" uint64_t seam_cuda_matvec_scratch_bytes(int64_t cols) {
     return cols > 0 ? 2 * (uint64_t)cols : 0;  // f16 is the widest format: 2 bytes a value (Q8_K: 1.14)
 }

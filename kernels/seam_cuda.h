@@ -138,6 +138,10 @@ int seam_cuda_copy_d2h(seam_cuda_stream *s, void *dst_host, const void *src_devi
 // alignment is a multiple of 16, as the default 32), 2-byte aligned for the
 // others; x, act and scratch 16-byte aligned.
 
+// Whether the kernels read weights of this type (the list above): a plan
+// keeps a tensor of another type off the GPU. Needs no device.
+bool seam_cuda_reads_type(uint32_t type);
+
 // Bytes of the activation scratch a matvec of cols columns needs, any type.
 uint64_t seam_cuda_matvec_scratch_bytes(int64_t cols);
 

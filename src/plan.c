@@ -10,6 +10,27 @@
 #include "engine.h"
 #include "quant.h"
 
+bool plan_gpu_reads_type(uint32_t type) {
+    switch (type) {
+    case GGML_TYPE_Q4_0: case GGML_TYPE_Q5_0: case GGML_TYPE_Q8_0: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K:
+    case GGML_TYPE_Q6_K: case GGML_TYPE_F16: case GGML_TYPE_F32: return true;
+    default: return false;
+    }
+}
+
+static bool gpu_reads(const seam_tensor *t) { return !t->data || plan_gpu_reads_type(t->type); }
+
+// The first tensor of layer il the GPU cannot read, or NULL.
+static const seam_tensor *unreadable_on_gpu(const seam_model *m, int il) {
+    const seam_tensor *shared[MODEL_LAYER_SHARED], *routed[MODEL_LAYER_ROUTED];
+    model_layer_tensors(m, il, shared, routed);
+    for (int i = 0; i < MODEL_LAYER_SHARED + MODEL_LAYER_ROUTED; i++) {
+        const seam_tensor *t = i < MODEL_LAYER_SHARED ? shared[i] : routed[i - MODEL_LAYER_SHARED];
+        if (!gpu_reads(t)) return t;
+    }
+    return NULL;
+}
+
 // Working memory beyond the activations: the CUDA context's own, the graph,
 // the quantised activation buffers and, where the prefill takes the GEMM,
 // cuBLAS's handle (its workspace is one of the GEMM's buffers, counted
@@ -139,7 +160,8 @@ void plan_place(seam_plan *p, const seam_model *m, const seam_plan_request *req,
         }
     }
     const int computed_on_gpu = overflow_on_gpu ? c->n_layers : n;
-    p->head = req->head >= 0 ? (seam_device)req->head : computed_on_gpu == c->n_layers && computed_on_gpu > 0 ? DEV_GPU : DEV_CPU;
+    const bool head_fits_gpu = computed_on_gpu == c->n_layers && computed_on_gpu > 0 && gpu_reads(&m->w.output);
+    p->head = req->head >= 0 ? (seam_device)req->head : head_fits_gpu ? DEV_GPU : DEV_CPU;
     p->weights[p->head] += tensor_bytes(&m->w.output_norm) + tensor_bytes(&m->w.output);
     p->weights[DEV_CPU] += m->w.tied_output && p->head == DEV_CPU ? 0 : tensor_bytes(&m->w.tok_embd);
     // the host holds what the engine allocates (engine_scratch_bytes: it
@@ -165,6 +187,7 @@ int plan_max_gpu_layers(const seam_model *m, const seam_plan_request *req) {
     seam_plan p;
     int best = 0;
     for (int n = 1; n <= m->cfg.n_layers; n++) {  // memory grows with n: the last that fits
+        if (unreadable_on_gpu(m, n - 1)) break;
         plan_place(&p, m, req, n);
         if (!fits(&p)) break;
         best = n;
@@ -199,6 +222,16 @@ int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, s
                             "-ngl to %d, use --overflow mapped or stream, or drop --head gpu",
                          plan_gpu_computed_layers(p), c->n_layers, n, req->gpu_layers < 0 ? ", as many as fit" : "",
                          c->n_layers);
+    // what the GPU computes, it must have kernels for
+    for (int il = 0; il < plan_gpu_computed_layers(p); il++) {
+        const seam_tensor *t = unreadable_on_gpu(m, il);
+        if (t)
+            return seam_fail(e, "layer %d's %.*s is %s, which no CUDA kernel reads: keep the layer on the CPU (-ngl %d, "
+                                "--overflow cpu)", il, t->name_len, t->name, ggml_type_name(t->type), il);
+    }
+    if (p->head == DEV_GPU && !gpu_reads(&m->w.output))
+        return seam_fail(e, "the output head %.*s is %s, which no CUDA kernel reads: use --head cpu",
+                         m->w.output.name_len, m->w.output.name, ggml_type_name(m->w.output.type));
     if (!fits(p)) {
         char need[32], have[32];
         snprintf(need, sizeof need, "%.2f GiB", plan_total(p, DEV_GPU) / 1073741824.0);

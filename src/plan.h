@@ -142,6 +142,12 @@ typedef struct {
 // without a GPU.
 int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, seam_error *e);
 
+// Whether the GPU's kernels read weights of this type (kernels/blocks.cuh's
+// with_type; test_cuda checks that the two agree): a plan computes no layer
+// on the GPU, nor the head, with a tensor of another type (an auto head
+// stays on the CPU), in every build, so that predictions plan what runs.
+bool plan_gpu_reads_type(uint32_t type);
+
 // The largest number of GPU layers whose plan fits the request's budget.
 int plan_max_gpu_layers(const seam_model *m, const seam_plan_request *req);
 

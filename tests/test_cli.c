@@ -122,6 +122,19 @@ static void expect_success(const char *const *args) {
 
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+// The synthetic tiny model (4 layers, a Q8_0 head the GPU reads), made once.
+static const char *tiny_model(void) {
+    static char path[4096];
+    if (!path[0]) {
+        char cmd[8192];
+        snprintf(path, sizeof path, "%s", test_path("cli-tiny.gguf"));
+        snprintf(cmd, sizeof cmd, "%s/seam-synth %s/models/tiny.shape -o %s 2>/dev/null", SEAM_BINARY_DIR,
+                 SEAM_SOURCE_DIR, path);
+        cr_assert_eq(system(cmd), 0, "seam-synth failed: %s", cmd);
+    }
+    return path;
+}
+
 Test(cli, a_good_run_succeeds, .timeout = 120) {
     // the harness itself: the same model and flags the failures below vary
     expect_success(ARGS("run", "-m", MODEL, "-p", "hello world", "-n", "4", "-c", "16", "-t", "1"));
@@ -249,13 +262,15 @@ Test(cli, context_and_cache_limits, .timeout = 120) {
 // seam plan --hw plans what a run would: -c's default (512, lowered to the
 // micro model's 64) and the cache flags reach its plan.
 Test(cli, plan_predicts_with_the_run_defaults, .timeout = 120) {
-    const char *const args[] = {"plan", "-m", MODEL, "-ngl", "1", "--hw", SEAM_SOURCE_DIR "/models/hw/h200.hw", NULL};
+    const char *const args[] = {"plan", "-m", tiny_model(), "-ngl", "4", "--hw", SEAM_SOURCE_DIR "/models/hw/h200.hw",
+                                NULL};
     result r = run(args);
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "plan --hw failed:\n%s", r.err);
-    cr_assert(strstr(r.out, "filled to 64 positions") && strstr(r.out, "\n    1 "), "no prediction row:\n%s%s", r.out,
+    cr_assert(strstr(r.out, "filled to 512 positions") && strstr(r.out, "\n    4 "), "no prediction row:\n%s%s", r.out,
               r.err);
     result_free(&r);
-    expect_failure(ARGS("plan", "-m", MODEL, "-ngl", "1", "--hw", SEAM_SOURCE_DIR "/models/hw/h200.hw", "-ctk", "q8_0"),
+    expect_failure(ARGS("plan", "-m", MODEL, "-ngl", "1", "--head", "gpu", "--hw", SEAM_SOURCE_DIR "/models/hw/h200.hw",
+                        "-ctk", "q8_0"),
                    "multiple of 32");
 }
 
@@ -303,7 +318,13 @@ Test(cli, head_on_the_gpu_with_a_partial_split_is_refused, .timeout = 120) {
     expect_failure(ARGS("plan", "-m", MODEL, "-ngl", "0", "--head", "gpu", "--gpu-mem", "8G"),
                    "--head gpu needs every layer");
     expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ngl", "0", "--head", "gpu"), "--head gpu");
-    expect_success(ARGS("plan", "-m", MODEL, "-ngl", "1", "--head", "gpu", "--gpu-mem", "8G"));
+    expect_success(ARGS("plan", "-m", tiny_model(), "-ngl", "4", "--head", "gpu", "--gpu-mem", "8G"));
+    // the micro model's head is BF16, which no kernel reads: refused on the GPU, and auto keeps it on the CPU
+    expect_failure(ARGS("plan", "-m", MODEL, "-ngl", "1", "--head", "gpu", "--gpu-mem", "8G"), "no CUDA kernel");
+    result r = run(ARGS("plan", "-m", MODEL, "-ngl", "1", "--gpu-mem", "8G"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && strstr(r.err, "head on the CPU"),
+              "the BF16 head is not kept on the CPU:\n%s", r.err);
+    result_free(&r);
 }
 
 // A command's --help names every flag its source parses (the IS("...")
@@ -417,3 +438,40 @@ Test(cli, bench_runs_and_validates, .timeout = 300) {
     result_free(&r);
     expect_failure(ARGS("bench", "-m", MODEL, "-p", "0", "-n", "4", "-d", "61"), "trained");  // 61 + 4 > 64
 }
+
+#ifdef SEAM_CUDA_EMU
+// On the emulated device (the SEAM_CUDA_EMU build): seam run splits the
+// model, its timeline's parts add up to the token, each crossing is counted
+// with its bytes, and every report says that the device is emulated; the
+// stream placement's weight copies are crossings too; seam bench marks its
+// GPU rows CUDA-emu. The model is the synthetic tiny one (4 layers), whose
+// layers outweigh a token's fixed costs as a real model's do.
+Test(cli, an_emulated_split_reports_its_crossings, .timeout = 300) {
+    const char *tiny = tiny_model();
+    static const char *const placements[][4] = {{"-ngl", "2", "--overflow", "cpu"},
+                                                 {"-ngl", "1", "--overflow", "stream"}};
+    for (int i = 0; i < 2; i++) {
+        const char *const *pl = placements[i];
+        result r = run(ARGS("run", "-m", tiny, "--tokens", "1,2,3", "-n", "6", pl[0], pl[1], pl[2], pl[3], "-t", "1"));
+        char what[256];
+        cmdline(ARGS("run", "-m", tiny, "--tokens", "1,2,3", "-n", "6", pl[0], pl[1], pl[2], pl[3]), what, sizeof what);
+        cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s failed:\n%s", what, r.err);
+        assert_no_sanitizer_report(what, &r);
+        cr_assert(strstr(r.err, "GPU: NVIDIA") && strstr(r.err, "an emulated device, its times are CPU times"),
+                  "%s: the plan does not say the device is emulated:\n%s", what, r.err);
+        cr_assert(strstr(r.err, "its times are CPU times, not GPU times\n"), "%s: the report does not say so:\n%s",
+                  what, r.err);
+        cr_assert(strstr(r.err, "of the token time (within 3%)"), "%s: the parts do not add up:\n%s", what, r.err);
+        cr_assert(strstr(r.err, "  H2D ") && strstr(r.err, "  D2H "), "%s: no crossings counted:\n%s", what, r.err);
+        if (i == 1) cr_assert(strstr(r.err, "  WTS "), "%s: no weight copies counted:\n%s", what, r.err);
+        cr_assert_null(strstr(r.err, "CUDA graph could not be captured"), "%s:\n%s", what, r.err);
+        result_free(&r);
+    }
+    result b = run(ARGS("bench", "-m", MODEL, "-p", "4", "-n", "4", "-ngl", "0,1", "-r", "1"));
+    cr_assert(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0, "seam bench -ngl 0,1 failed:\n%s", b.err);
+    cr_assert(strstr(b.out, "| CUDA-emu + CPU ") && strstr(b.out, "| CPU "), "no CUDA-emu and CPU rows:\n%s", b.out);
+    cr_assert(strstr(b.out, "CUDA-emu: the GPU layers ran on the emulated device"), "no note under the table:\n%s",
+              b.out);
+    result_free(&b);
+}
+#endif

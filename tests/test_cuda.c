@@ -33,6 +33,7 @@
 #ifdef SEAM_HAVE_CUDA
 #include "cpu/ops.h"
 #include "engine.h"
+#include "plan.h"
 #include "prefill.h"
 #include "seam_cuda.h"
 
@@ -159,6 +160,13 @@ Test(cuda, host_decoders_match_quant_c) {
     }
     cr_assert(isnan(seam_cuda_host_vec_dot(GGML_TYPE_Q2_K, &rng, &rng, 256)));
     cr_assert_eq(seam_cuda_host_dequantize_f16(GGML_TYPE_Q2_K, &rng, (seam_f16 *)&rng, 256), -1);
+}
+
+Test(cuda, the_plan_knows_which_types_the_kernels_read) {
+    // plan.c's list, which every build plans with, is the kernels' own
+    for (uint32_t t = 0; t < GGML_TYPE_COUNT; t++)
+        cr_assert_eq(plan_gpu_reads_type(t), seam_cuda_reads_type(t), "type %u (%s): the plan says %d, the kernels %d",
+                     t, ggml_type_name(t), plan_gpu_reads_type(t), seam_cuda_reads_type(t));
 }
 
 Test(cuda, launchers_reject_bad_arguments) {
