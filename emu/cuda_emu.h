@@ -32,10 +32,13 @@ namespace emu {
 
 // ---------------------------------------------------------------- the current thread
 
-// The indices of the thread that runs now: device.cpp sets thread_index
-// before it resumes a thread's fiber (a block's fibers share one OS thread).
-extern thread_local uint3 thread_index, block_index;
-extern thread_local dim3 block_dim, grid_dim;
+// The indices of the thread that runs now (device.cpp keeps them per OS
+// thread, and sets them as it resumes a thread's fiber), read by value
+// through a call: a fiber switch may not leave a cached address behind.
+uint3 thread_index();
+uint3 block_index();
+dim3 block_dim();
+dim3 grid_dim();
 
 // ---------------------------------------------------------------- meeting points
 
@@ -195,10 +198,10 @@ inline float fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 // CUDA's integer min, which device code has in the global namespace.
 inline int min(int a, int b) { return b < a ? b : a; }
 
-#define threadIdx (emu::thread_index)
-#define blockIdx (emu::block_index)
-#define blockDim (emu::block_dim)
-#define gridDim (emu::grid_dim)
+#define threadIdx (emu::thread_index())
+#define blockIdx (emu::block_index())
+#define blockDim (emu::block_dim())
+#define gridDim (emu::grid_dim())
 #define __syncthreads() emu::syncthreads(__FILE__, __LINE__)
 #define __shfl_xor_sync(...) emu::shfl_xor_sync(__FILE__, __LINE__, __VA_ARGS__)
 #define __ldg(p) emu::ldg((p), __FILE__, __LINE__)

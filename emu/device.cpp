@@ -40,10 +40,10 @@ namespace bctx = boost::context;
 
 namespace emu {
 
-thread_local uint3 thread_index, block_index;
-thread_local dim3 block_dim, grid_dim;
-
 namespace {
+
+thread_local uint3 this_thread_index, this_block_index;
+thread_local dim3 this_block_dim, this_grid_dim;
 
 enum thread_status { RUNNABLE, AT_SHUFFLE, AT_BARRIER, EXITED };
 
@@ -182,7 +182,7 @@ thread_local const kernel_launch *this_launch;  // the launch the calling stream
 
 void resume(block_run &b, emu_thread &t) {
     b.running = &t;
-    thread_index = t.idx;
+    this_thread_index = t.idx;
 #ifdef EMU_ASAN
     void *fake = nullptr;
     __sanitizer_start_switch_fiber(&fake, t.stack_bottom, t.stack_size);
@@ -290,7 +290,7 @@ void make_fiber(block_run &b, int i) {
 void run_block(block_run &b, uint3 bidx) {
     const kernel_launch &L = *b.L;
     const int n = (int)(L.block.x * L.block.y * L.block.z), n_warps = (n + 31) / 32;
-    block_index = bidx;
+    this_block_index = bidx;
     b.shared.begin_block(L.smem);
     b.n_threads = n;
     for (; b.n_fibers < n; b.n_fibers++) make_fiber(b, b.n_fibers);
@@ -333,8 +333,9 @@ void run_block(block_run &b, uint3 bidx) {
 // SEAM_EMU_THREADS - 1 helpers (default: one per core) -- each with its own
 // fibers and shared memory, in chunks of consecutive blocks taken in order
 // (from the last chunk, each run backwards, on the race check's reverse
-// pass). One launch at a time holds the helpers: kernels of two streams
-// take turns, an order a GPU may choose too.
+// pass). The race check's two passes run on the stream's thread alone, so
+// that each pass writes in one known order. One launch at a time holds the
+// helpers: kernels of two streams take turns, an order a GPU may choose too.
 
 struct grid_pool {
     std::mutex one_launch;
@@ -347,9 +348,18 @@ struct grid_pool {
     int helpers = 0, working = 0;
 };
 
+// One per OS thread, kept for the process's life (its fibers never end),
+// and listed so that it stays reachable when its thread (a destroyed
+// stream's) has ended.
 block_run &this_runner() {
+    static std::mutex list_mutex;
+    static std::vector<block_run *> *all = new std::vector<block_run *>;
     static thread_local block_run *runner;
-    if (!runner) runner = new block_run;  // one per OS thread, kept for its life (its fibers never end)
+    if (!runner) {
+        runner = new block_run;
+        std::lock_guard<std::mutex> lock(list_mutex);
+        all->push_back(runner);
+    }
     return *runner;
 }
 
@@ -362,8 +372,8 @@ void take_blocks(grid_pool &p) {
     b.reverse = p.reverse;
     b.shared.reserve((size_t)b.gpu->shared_per_block_optin + 64 * SHARED_GUARD + 4096);
     this_block = &b;
-    block_dim = L.block;
-    grid_dim = L.grid;
+    this_block_dim = L.block;
+    this_grid_dim = L.grid;
     const uint64_t n_chunks = (p.n_blocks + p.chunk - 1) / p.chunk;
     for (uint64_t c; (c = p.next_chunk.fetch_add(1)) < n_chunks;) {
         const uint64_t chunk = p.reverse ? n_chunks - 1 - c : c, lo = chunk * p.chunk;
@@ -402,7 +412,9 @@ grid_pool &the_pool() {
     return *p;
 }
 
-void run_grid(const kernel_launch &L, bool reverse) {
+// The blocks of L in order (or reverse order); on the stream's thread alone
+// when alone, so that blocks that race write in a known order.
+void run_grid(const kernel_launch &L, bool reverse, bool alone) {
     grid_pool &p = the_pool();
     std::lock_guard<std::mutex> one(p.one_launch);
     {
@@ -413,9 +425,11 @@ void run_grid(const kernel_launch &L, bool reverse) {
         const uint64_t per_thread = p.n_blocks / (uint64_t)(p.helpers + 1);
         p.chunk = per_thread / 8 > 1 ? per_thread / 8 : 1;  // enough chunks to even the threads out
         p.next_chunk = 0;
-        p.working = p.helpers;
-        p.generation++;
-        p.cv.notify_all();
+        if (!alone) {
+            p.working = p.helpers;
+            p.generation++;
+            p.cv.notify_all();
+        }
     }
     take_blocks(p);
     std::unique_lock<std::mutex> lock(p.m);
@@ -431,6 +445,11 @@ struct target {
 }  // namespace
 
 // ---------------------------------------------------------------- the kernel's side
+
+uint3 thread_index() { return this_thread_index; }
+uint3 block_index() { return this_block_index; }
+dim3 block_dim() { return this_block_dim; }
+dim3 grid_dim() { return this_grid_dim; }
 
 void syncthreads(const char *file, int line) {
     emu_thread &t = running_thread("__syncthreads");
@@ -491,8 +510,9 @@ void fault(const char *fmt, ...) {
                 L->block.x, L->block.y, L->block.z);
         if (this_block && this_block->running) {
             const uint3 t = this_block->running->idx;
-            fprintf(stderr, ", block (%u,%u,%u) thread (%u,%u,%u)%s", block_index.x, block_index.y, block_index.z, t.x,
-                    t.y, t.z, this_block->reverse ? " (the race check's reverse pass)" : "");
+            const uint3 b = this_block_index;
+            fprintf(stderr, ", block (%u,%u,%u) thread (%u,%u,%u)%s", b.x, b.y, b.z, t.x, t.y, t.z,
+                    this_block->reverse ? " (the race check's reverse pass)" : "");
         }
         fputc('\n', stderr);
     }
@@ -517,13 +537,13 @@ void run_kernel(const kernel_launch &L) {
         }
     }
     for (target &t : targets) t.before.assign((uint8_t *)t.r.begin, (uint8_t *)t.r.end);
-    run_grid(L, false);
+    run_grid(L, false, !targets.empty());
     if (!targets.empty()) {
         for (target &t : targets) {
             t.forward.assign((uint8_t *)t.r.begin, (uint8_t *)t.r.end);
             memcpy((void *)t.r.begin, t.before.data(), t.before.size());
         }
-        run_grid(L, true);
+        run_grid(L, true, true);
         for (const target &t : targets) {
             const uint8_t *now = (const uint8_t *)t.r.begin;
             for (size_t i = 0; i < t.forward.size(); i++)

@@ -133,6 +133,7 @@ struct state {
     std::set<CUstream_st *> streams;
     CUstream_st *legacy = nullptr;
     std::set<CUevent_st *> events;
+    std::vector<CUevent_st *> retired;      // destroyed events, kept: a queued wait or a graph may still read one
     std::set<CUgraph_st *> graphs;
     std::set<CUgraphExec_st *> execs;
     std::set<const void *> loaded;          // kernels whose module is loaded (launched, or asked about)
@@ -1045,7 +1046,8 @@ extern "C" cudaError_t cudaEventDestroy(cudaEvent_t event) {
     state &s = st();
     std::lock_guard<std::mutex> lock(s.m);
     CUevent_st *ev = event_of(s, event, "cudaEventDestroy");
-    s.events.erase(ev);  // kept, not freed: a queued wait or a graph's record may still read it
+    s.events.erase(ev);
+    s.retired.push_back(ev);
     return cudaSuccess;
 }
 
