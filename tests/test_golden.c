@@ -41,6 +41,17 @@
 // (bench/results/2026-12-02-gpu-prefill-f16-emulated.md); an indexing,
 // position or causality error moves the logits by several std.
 #define GEMM_REL_TOL 1.0
+// The GPU's token path against llama.cpp's logits, in std at a position.
+// Its int8 dots are the CPU path's, but the kernels sum their float partials
+// in another order (a warp's tree, a block's partials), and a rounding that
+// tips the other way where an activation is quantised to int8 spreads over
+// the layers after it -- as between llama.cpp's own AVX2 and AVX-512 builds,
+// which lie up to 0.47 std apart on these fixtures
+// (bench/results/2026-12-01-llamacpp-spread.md). Measured on the emulated
+// device (the kernels' own order, libm's expf/tanhf/sincosf): 0.07-0.18 std
+// on the synthetic fixtures, 0.26-0.34 on Gemma. An indexing, position or
+// placement error moves the logits by several std.
+#define SPLIT_REL_TOL 0.5
 
 extern char **environ;
 
@@ -340,13 +351,15 @@ ParameterizedTest(golden_case *gc, golden, logits) {
 }
 
 // ---------------------------------------------------------------------------
-// The split on a GPU: the same fixtures with layers 0..N-1 on the device for
-// N in {0, 1, L/2, L-1, L} (L with the head there too). The CUDA kernels sum
-// in their own order, so the logits are held to the golden tolerance, not to
-// bit equality; the prompt is teacher-forced as above. Then the prompt is
-// prefilled again with the GPU layers taking it as matrix products (f16
-// weights on cuBLAS, not the token path's int8 dots), and its last logits
-// are held to the token path's within GEMM_REL_TOL.
+// The split on a GPU: the same fixtures with layers 0..N-1 on the device, at
+// every split kind -- the CPU, mapped and stream overflows, the head on
+// either side -- on the synthetic models, and at two splits on a real one
+// when the device is the emulated one (a real GPU runs them all). The CUDA
+// kernels sum in their own order, so the logits are held to the golden
+// tolerance, not to bit equality; the prompt is teacher-forced as above.
+// Then the prompt is prefilled again with the GPU layers taking it as matrix
+// products (f16 weights on cuBLAS, not the token path's int8 dots), and its
+// last logits are held to the token path's within GEMM_REL_TOL.
 
 #ifdef SEAM_HAVE_CUDA
 #include "seam_cuda.h"
@@ -383,49 +396,69 @@ ParameterizedTest(golden_case *gc, golden, split) {
     cr_skip_test("skipped: no CUDA device (seam was built without CUDA)");
 #else
     if (seam_cuda_device_count() == 0) cr_skip_test("skipped: no CUDA device");
+    seam_cuda_info device;
+    seam_error err = {{0}};
+    cr_assert(seam_cuda_device_info(0, &device, &err) == 0, "%s", err.msg);
     const char *name = gc->name;
     fixture fx;
     load_fixture(name, &fx);
+    if (device.emulated && !strcmp(fx.kind, "file") && !strstr(name, "-1")) {
+        free_fixture(&fx);
+        cr_skip_test("%s: skipped on the emulated device, where one prompt of a real model (its -1 fixtures) is "
+                     "enough: its layers cost the CPU about a second a token; a real GPU runs every fixture", name);
+    }
     seam_model m;
-    seam_error err = {{0}};
     cr_assert(model_load(&m, model_file(name, &fx), &err) == 0, "%s: %s", name, err.msg);
-    // the CPU overflow at every split; the mapped and stream overflows with
-    // none and half of the layers resident
+    // the CPU overflow at every split and the head on either side of a full
+    // GPU; the mapped and stream overflows with none and half of the layers
+    // resident. The emulated device takes a real model through two splits
+    // only: its layers cost it a second a token.
     const int L = m.cfg.n_layers;
     const struct {
-        int n;
+        int n, head;
         seam_overflow overflow;
-    } splits[] = {{0, OVERFLOW_CPU},    {1, OVERFLOW_CPU},       {L / 2, OVERFLOW_CPU},    {L - 1, OVERFLOW_CPU},
-                  {L, OVERFLOW_CPU},    {0, OVERFLOW_MAPPED},    {L / 2, OVERFLOW_MAPPED}, {0, OVERFLOW_STREAM},
-                  {L / 2, OVERFLOW_STREAM}};
-    for (size_t si = 0; si < sizeof splits / sizeof *splits; si++) {
-        const seam_plan_request req = {.gpu_layers = splits[si].n, .head = -1, .overflow = splits[si].overflow,
-                                       .n_ctx = fx.n_tokens, .cache = fx.cache, .gpu_budget = UINT64_MAX / 2};
+    } all[] = {{0, -1, OVERFLOW_CPU},    {1, -1, OVERFLOW_CPU},       {L / 2, -1, OVERFLOW_CPU},
+               {L - 1, -1, OVERFLOW_CPU}, {L, DEV_CPU, OVERFLOW_CPU},  {L, DEV_GPU, OVERFLOW_CPU},
+               {0, -1, OVERFLOW_MAPPED},  {L / 2, -1, OVERFLOW_MAPPED}, {0, -1, OVERFLOW_STREAM},
+               {L / 2, -1, OVERFLOW_STREAM}},
+      emulated_real[] = {{L / 2, -1, OVERFLOW_CPU}, {L, DEV_CPU, OVERFLOW_CPU}};
+    const bool few = device.emulated && !strcmp(fx.kind, "file");
+    const int n_splits = few ? (int)(sizeof emulated_real / sizeof *emulated_real) : (int)(sizeof all / sizeof *all);
+    for (int si = 0; si < n_splits; si++) {
+        const int n = few ? emulated_real[si].n : all[si].n, head = few ? emulated_real[si].head : all[si].head;
+        const seam_overflow overflow = few ? emulated_real[si].overflow : all[si].overflow;
+        const seam_plan_request req = {.gpu_layers = n, .head = head, .overflow = overflow, .n_ctx = fx.n_tokens,
+                                       .cache = fx.cache, .gpu_budget = UINT64_MAX / 2};
         seam_plan plan;
         seam_engine eng;
-        cr_assert(plan_make(&plan, &m, &req, &err) == 0, "%s: %s", name, err.msg);
+        char what[160];
+        snprintf(what, sizeof what, "%s, %d of %d layers on the GPU, overflow %s", name, n, L,
+                 plan_overflow_name[overflow]);
+        cr_assert(plan_make(&plan, &m, &req, &err) == 0, "%s: %s", what, err.msg);
+        snprintf(what, sizeof what, "%s, %d of %d layers on the GPU, overflow %s, head on the %s", name, n, L,
+                 plan_overflow_name[overflow], plan.head == DEV_GPU ? "GPU" : "CPU");
         cr_assert(engine_init_kv(&eng, &m, fx.n_tokens, fx.cache, &err) == 0 &&
                       engine_place(&eng, &plan, true, &err) == 0,
-                  "%s, %d GPU layers, overflow %s: %s", name, splits[si].n, plan_overflow_name[splits[si].overflow],
-                  err.msg);
+                  "%s: %s", what, err.msg);
         float *logits;
         double worst = 0;
         for (int p = 0, k = 0; p < fx.n_tokens; p++) {
-            cr_assert(engine_forward(&eng, fx.tokens[p], p, &logits, &err) == 0, "%s: %s", name, err.msg);
+            cr_assert(engine_forward(&eng, fx.tokens[p], p, &logits, &err) == 0, "%s: %s", what, err.msg);
+            if (fx.margin[p] > SPLIT_REL_TOL * fx.std[p])
+                cr_expect(argmax(logits, fx.n_vocab) == fx.top1[p], "%s, position %d: top token %d, llama.cpp's %d "
+                          "(its margin %.3g std)", what, p, argmax(logits, fx.n_vocab), fx.top1[p],
+                          fx.margin[p] / fx.std[p]);
             if (k < fx.n_stored && fx.stored[k] == p) {
                 const double d = max_abs_diff(logits, fx.logits + (size_t)k * fx.n_vocab, fx.n_vocab);
-                worst = fmax(worst, d / tolerance(fx.std[p]));
-                cr_expect(d <= tolerance(fx.std[p]),
-                          "%s, %d GPU layers, overflow %s, position %d: max |diff| %.4g > tolerance %.3g", name,
-                          splits[si].n, plan_overflow_name[splits[si].overflow], p, d, tolerance(fx.std[p]));
+                worst = fmax(worst, d / fx.std[p]);
+                cr_expect(d <= SPLIT_REL_TOL * fx.std[p], "%s, position %d: max |diff| %.4g = %.3g std > %.3g std",
+                          what, p, d, d / fx.std[p], SPLIT_REL_TOL);
                 k++;
             }
         }
-        cr_log_info("%s, %d of %d layers on the GPU, overflow %s: worst position at %.3g x tolerance", name,
-                    splits[si].n, L, plan_overflow_name[splits[si].overflow], worst);
-        char what[128];
-        snprintf(what, sizeof what, "%s, %d of %d layers on the GPU, overflow %s", name, splits[si].n, L,
-                 plan_overflow_name[splits[si].overflow]);
+        cr_log_info("%s: worst position %.3g std from llama.cpp's logits", what, worst);
+        cr_assert(!eng.gpu || !gpu_segment_graph_failure(eng.gpu), "%s: the CUDA graph failed: %s", what,
+                  gpu_segment_graph_failure(eng.gpu));
         // the default plan (--gpu-prefill tokens) made no GEMM buffers, so its batches never take them
         cr_assert(!eng.gpu || !gpu_segment_gemm(eng.gpu, fx.n_tokens), "%s: the GEMM path is taken under "
                   "--gpu-prefill tokens", what);
@@ -435,8 +468,7 @@ ParameterizedTest(golden_case *gc, golden, split) {
             const double d = max_abs_diff(gemm, logits, fx.n_vocab), tol = GEMM_REL_TOL * fx.std[last];
             cr_expect(d <= tol, "%s: the GEMM prefill's last logits: max |diff| %.4g = %.3g std from the token path's "
                       "> %.3g std", what, d, d / fx.std[last], GEMM_REL_TOL);
-            cr_log_info("%s: the GEMM prefill's last logits %.3g std (%.3g x the golden tolerance) from the token "
-                        "path's", what, d / fx.std[last], d / tolerance(fx.std[last]));
+            cr_log_info("%s: the GEMM prefill's last logits %.3g std from the token path's", what, d / fx.std[last]);
             free(gemm);
         }
         engine_free(&eng);
