@@ -262,9 +262,8 @@ static void kv_accounting_matches_engine(const seam_model *m, const char *name) 
 Test(plan, kv_accounting_matches_engine) { kv_accounting_matches_engine(&model, "small"); }
 
 Test(plan, kv_accounting_matches_engine_with_rings) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/models/gemma-3-270m-q4_k_m.gguf", SEAM_SOURCE_DIR);
-    if (access(path, R_OK)) cr_skip_test("models/gemma-3-270m-q4_k_m.gguf is not installed");
+    static const char path[] = SEAM_SOURCE_DIR "/models/gemma-3-270m-q4_k_m.gguf";
+    test_require_input(path, "the KV accounting of sliding-window rings", "models/get-default-model.sh");
     seam_model gemma;
     seam_error e = {{0}};
     cr_assert_eq(model_load(&gemma, path, &e), 0, "%s", e.msg);
