@@ -456,15 +456,25 @@ static void unload(loaded *l) {
     model_free(&l->m);
 }
 
+// The sampler's settings: --temp (0: greedy), --top-k, --top-p, --seed.
+typedef struct {
+    float temp;
+    int top_k;
+    float top_p;
+    uint64_t seed;
+} sampling;
+
+static const sampling GREEDY = {0.0f, 0, 1.0f, 0};
+
 // The tokens generation gives after `prompt`: up to n_max drawn by the
-// sampler (temperature 0: greedy), each fed back at the next position,
-// stopping after one that ends generation. Returns how many.
-static int generate_here(const loaded *l, int prompt, int n_max, float temp, uint64_t seed, int *out) {
+// sampler, each fed back at the next position, stopping after one that ends
+// generation. Returns how many.
+static int generate_here(const loaded *l, int prompt, int n_max, sampling sp, int *out) {
     seam_engine eng;
     seam_sampler smp;
     seam_error e = {{0}};
     cr_assert_eq(engine_init(&eng, &l->m, 1 + n_max, &e), 0, "%s", e.msg);
-    cr_assert_eq(sampler_init(&smp, l->m.cfg.n_vocab, temp, 0, 1.0f, seed), 0);
+    cr_assert_eq(sampler_init(&smp, l->m.cfg.n_vocab, sp.temp, sp.top_k, sp.top_p, sp.seed), 0);
     float *logits;
     cr_assert_eq(engine_forward(&eng, prompt, 0, &logits, &e), 0, "%s", e.msg);
     int n = 0;
@@ -485,21 +495,23 @@ static void ids_text(const int *ids, int n, char *buf, size_t cap) {
     for (int i = 0; i < n && used < cap; i++) used += (size_t)snprintf(buf + used, cap - used, i ? " %d" : "%d", ids[i]);
 }
 
-// seam run --tokens PROMPT -n N_MAX --temp T --seed S --ids prints the ids
+// seam run --tokens PROMPT -n N_MAX with sp's flags and --ids prints the ids
 // generate_here gives, on one line; without --ids, their text (the end
 // token's none). Returns how many.
-static int check_run(const loaded *l, int prompt, int n_max, float temp, uint64_t seed) {
+static int check_run(const loaded *l, int prompt, int n_max, sampling sp) {
     int ids[64];
-    const int n = generate_here(l, prompt, n_max, temp, seed, ids);
-    char want[1024], p[16], nm[16], t[32], sd[32];
-    snprintf(p, sizeof p, "%d", prompt), snprintf(nm, sizeof nm, "%d", n_max);
-    snprintf(t, sizeof t, "%g", temp), snprintf(sd, sizeof sd, "%llu", (unsigned long long)seed);
+    const int n = generate_here(l, prompt, n_max, sp, ids);
+    char want[1024], p[16], nm[16], t[32], k[16], tp[32], sd[32], what[256];
+    snprintf(p, sizeof p, "%d", prompt), snprintf(nm, sizeof nm, "%d", n_max), snprintf(t, sizeof t, "%g", sp.temp);
+    snprintf(k, sizeof k, "%d", sp.top_k), snprintf(tp, sizeof tp, "%g", sp.top_p);
+    snprintf(sd, sizeof sd, "%llu", (unsigned long long)sp.seed);
+    snprintf(what, sizeof what, "--tokens %s -n %s --temp %s --top-k %s --top-p %s --seed %s", p, nm, t, k, tp, sd);
     ids_text(ids, n, want, sizeof want - 1);
     strcat(want, "\n");
-    result r = run(ARGS("run", "-m", MODEL, "--tokens", p, "-n", nm, "--temp", t, "--seed", sd, "-t", "1", "--ids"));
+    result r = run(ARGS("run", "-m", MODEL, "--tokens", p, "-n", nm, "--temp", t, "--top-k", k, "--top-p", tp, "--seed",
+                        sd, "-t", "1", "--ids"));
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam run failed:\n%s", r.err);
-    cr_assert_str_eq(r.out, want, "--tokens %d -n %d --temp %g --seed %llu --ids", prompt, n_max, temp,
-                     (unsigned long long)seed);
+    cr_assert_str_eq(r.out, want, "%s --ids", what);
     result_free(&r);
     char text[1024];
     size_t len = 0;
@@ -507,28 +519,31 @@ static int check_run(const loaded *l, int prompt, int n_max, float temp, uint64_
         if (!tokenizer_is_eog(l->tok, ids[i])) len += (size_t)tokenizer_piece(l->tok, ids[i], text + len, 64, false);
     text[len] = '\0';
     strcat(text, "\n");
-    r = run(ARGS("run", "-m", MODEL, "--tokens", p, "-n", nm, "--temp", t, "--seed", sd, "-t", "1"));
+    r = run(ARGS("run", "-m", MODEL, "--tokens", p, "-n", nm, "--temp", t, "--top-k", k, "--top-p", tp, "--seed", sd,
+                 "-t", "1"));
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam run failed:\n%s", r.err);
-    cr_assert_str_eq(r.out, text, "--tokens %d -n %d --temp %g --seed %llu: not the text of its ids", prompt, n_max,
-                     temp, (unsigned long long)seed);
+    cr_assert_str_eq(r.out, text, "%s: not the text of its ids", what);
     result_free(&r);
     return n;
 }
 
-// Greedy runs of -n tokens (0 too), each token fed back; sampled runs, one
-// that draws the end token early (found here, seed by seed) and stops after
-// it, and one that does not.
+// Greedy runs of -n tokens (0 too), each token fed back; sampled runs with
+// the sampler's flags, one that draws the end token early (found here, seed
+// by seed) and stops after it, and one that does not.
 Test(cli, run_generates_n_tokens_and_stops_at_the_end, .timeout = 300) {
     loaded l;
     load(&l, MODEL);
     for (int prompt = 2; prompt <= 24; prompt += 11)
-        for (int n = 0; n <= 12; n += 6) cr_assert_eq(check_run(&l, prompt, n, 0.0f, 0), n);
+        for (int n = 0; n <= 12; n += 6) cr_assert_eq(check_run(&l, prompt, n, GREEDY), n);
+    for (int k = 2; k <= 5; k += 3) check_run(&l, 7, 12, (sampling){1.5f, k, 0.9f, 11});
+    check_run(&l, 7, 12, (sampling){2.0f, 0, 0.5f, 12});
     bool ended = false, full = false;
     int ids[64];
     for (uint64_t seed = 1; seed < 200 && (!ended || !full); seed++) {
-        const int n = generate_here(&l, 5, 16, 3.0f, seed, ids);
-        if (n < 16 && !ended) ended = check_run(&l, 5, 16, 3.0f, seed) == n && tokenizer_is_eog(l.tok, ids[n - 1]);
-        if (n == 16 && !full) full = check_run(&l, 5, 16, 3.0f, seed) == 16;
+        const sampling sp = {3.0f, 0, 1.0f, seed};
+        const int n = generate_here(&l, 5, 16, sp, ids);
+        if (n < 16 && !ended) ended = check_run(&l, 5, 16, sp) == n && tokenizer_is_eog(l.tok, ids[n - 1]);
+        if (n == 16 && !full) full = check_run(&l, 5, 16, sp) == 16;
     }
     cr_assert(ended && full, "no seed in 200 gave a run that %s", ended ? "ran to -n" : "ended early");
     unload(&l);
