@@ -205,8 +205,6 @@ static double max_abs_diff(const float *a, const float *b, int n) {
     return m;
 }
 
-static double tolerance(float std) { return GPU_REL_TOL * std; }
-
 typedef struct {
     char name[64];
 } golden_case;
@@ -301,6 +299,8 @@ ParameterizedTest(golden_case *gc, golden, logits) {
 
 #ifdef SEAM_HAVE_CUDA
 #include "seam_cuda.h"
+
+static double tolerance(float std) { return GPU_REL_TOL * std; }
 
 // The logits (n_vocab, malloc'd) after prefilling fx's prompt under req's
 // placement planned with --gpu-prefill gemm, through the GEMM path; NULL for
