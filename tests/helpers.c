@@ -2,6 +2,7 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,15 +40,23 @@ static void param_body_then_leaks(void *param) {
 
 void __wrap_criterion_internal_test_main(void (*fn)(void)) {
     test_body = fn;
-    __real_criterion_internal_test_main(criterion_current_test->data->param_ ? (void (*)(void))param_body_then_leaks
-                                                                                : body_then_leaks);
+    // whether the test takes a parameter; Criterion's worker keeps the
+    // test's extra data unaligned, so its field is read bytewise
+    struct criterion_test_params (*param)(void);
+    memcpy(&param, (const char *)criterion_current_test->data + offsetof(struct criterion_test_extra_data, param_),
+           sizeof param);
+    __real_criterion_internal_test_main(param ? (void (*)(void))param_body_then_leaks : body_then_leaks);
 }
 #endif
 
+bool test_required(const char *var) {
+    const char *v = getenv(var);
+    return v && !strcmp(v, "1");
+}
+
 bool test_have_input(const char *path, const char *what, const char *installer) {
     if (access(path, R_OK) == 0) return true;
-    const char *require = getenv("SEAM_REQUIRE_INPUTS");
-    if (require && !strcmp(require, "1"))
+    if (test_required("SEAM_REQUIRE_INPUTS"))
         cr_assert_fail("%s is missing, so %s cannot be checked; SEAM_REQUIRE_INPUTS=1 (./test.sh, CI) requires it: "
                        "run %s",
                        path, what, installer);

@@ -18,6 +18,8 @@ const char *test_path(const char *name);
 // elsewhere the test log says what goes unchecked and which script installs
 // the input. test_require_input skips the whole test then, saying the same.
 bool test_have_input(const char *path, const char *what, const char *installer);
+// Whether the environment sets `var` to 1 (SEAM_REQUIRE_INPUTS, SEAM_REQUIRE_SIMD).
+bool test_required(const char *var);
 void test_require_input(const char *path, const char *what, const char *installer);
 
 // Reads a whole file into a malloc'd buffer; NULL when it cannot.
