@@ -492,7 +492,8 @@ static int generate_here(const loaded *l, int prompt, int n_max, sampling sp, in
 static void ids_text(const int *ids, int n, char *buf, size_t cap) {
     size_t used = 0;
     buf[0] = '\0';
-    for (int i = 0; i < n && used < cap; i++) used += (size_t)snprintf(buf + used, cap - used, i ? " %d" : "%d", ids[i]);
+    for (int i = 0; i < n && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, i ? " %d" : "%d", ids[i]);
 }
 
 // seam run --tokens PROMPT -n N_MAX with sp's flags and --ids prints the ids

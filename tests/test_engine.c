@@ -113,7 +113,9 @@ static const seam_kv_config F16 = {0}, Q8_0 = {.k = KV_Q8_0, .v = KV_Q8_0};
 
 Test(engine, prefill_equals_decode_dense) { prefill_matches_decode_file(synthetic("small"), "small", 150, F16); }
 Test(engine, prefill_equals_decode_moe) { prefill_matches_decode_file(synthetic("moe-small"), "moe-small", 150, F16); }
-Test(engine, prefill_equals_decode_gemma) { prefill_matches_decode_file(gemma("Gemma 3's prefill against its decode"), "gemma-3-270m", 150, F16); }
+Test(engine, prefill_equals_decode_gemma) {
+    prefill_matches_decode_file(gemma("Gemma 3's prefill against its decode"), "gemma-3-270m", 150, F16);
+}
 Test(engine, prefill_equals_decode_2k) {
     prefill_matches_decode_file(synthetic("small"), "small", 2048, F16);
     prefill_matches_decode_file(synthetic("small"), "small, q8_0 cache", 2048, Q8_0);

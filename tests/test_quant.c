@@ -487,8 +487,9 @@ Test(roundtrip, awkward_rows) {
                 cr_assert(isfinite(y[i]), "%s kind %d: value %ld not finite", ggml_type_name(type), kind, (long)i);
                 double amax = 0;
                 for (int64_t j = i / block * block; j < (i / block + 1) * block; j++) amax = fmax(amax, fabsf(x[j]));
-                cr_assert(fabsf(y[i] - x[i]) <= bounds[t].step * amax, "%s kind %d value %ld: %.9g vs %.9g (block amax %g)",
-                          ggml_type_name(type), kind, (long)i, y[i], x[i], amax);
+                cr_assert(fabsf(y[i] - x[i]) <= bounds[t].step * amax,
+                          "%s kind %d value %ld: %.9g vs %.9g (block amax %g)", ggml_type_name(type), kind, (long)i,
+                          y[i], x[i], amax);
             }
         }
     }

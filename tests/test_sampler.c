@@ -54,7 +54,8 @@ static void check_distribution(const double p[V], float temperature, int top_k, 
         const long c = count[order[i]];
         const double mean = N_DRAWS * q[i], bound = Z * sqrt(N_DRAWS * q[i] * (1 - q[i])) + 1;
         cr_assert(fabs(c - mean) <= bound,
-                  "temperature %g, top-k %d, top-p %g: the token of p = %g drawn %ld times in %d, expected %.0f +- %.0f",
+                  "temperature %g, top-k %d, top-p %g: the token of p = %g drawn %ld times in %d, "
+                  "expected %.0f +- %.0f",
                   temperature, top_k, top_p, p[i], c, N_DRAWS, mean, bound);
     }
 }

@@ -76,8 +76,8 @@ MUTANTS = [
      "c->embd_scale = c->arch == ARCH_GEMMA3 ? sqrtf((float)c->n_embd + 1) : 1.0f;",
      "gemma3's embeddings scaled by sqrt(n_embd + 1)"),
     # the kernels
-    ("src/cpu/ops.c", "const float scale = 1.0f / sqrtf(mean + eps);", "const float scale = 1.0f / sqrtf(mean + 2 * eps);",
-     "RMS norm's epsilon doubled (logits move by ~1e-6)"),
+    ("src/cpu/ops.c", "const float scale = 1.0f / sqrtf(mean + eps);",
+     "const float scale = 1.0f / sqrtf(mean + 2 * eps);", "RMS norm's epsilon doubled (logits move by ~1e-6)"),
     ("src/quant.c", "q[l] = (int8_t)(((ql[l] & 15) | ((qh[l] & 3) << 4)) - 32);",
      "q[l] = (int8_t)(((ql[l] & 15) | ((qh[l] & 3) << 4)) - 31);", "Q6_K's first quarter off by one"),
     ("src/quant.c", "y[b].qs[j] = (int8_t)nearbyintf(fmaxf(-127.0f, fminf(127.0f, x[j] * id)));",
@@ -159,10 +159,11 @@ def main():
         if n != 1:
             sys.exit(f"mutate: mutant {i}: {MUTANTS[i - 1][0]} holds its line {n} times, not once: {old}")
     env = dict(os.environ, SEAM_REQUIRE_INPUTS="1", SEAM_REQUIRE_SIMD="1")
-    ctest = ["ctest", "--test-dir", build, "--stop-on-failure", "--no-tests=error", "-j", str(a.j)]
+    ctest = ["ctest", "--test-dir", build, "--stop-on-failure", "--no-tests=error", "--output-on-failure",
+             "-j", str(a.j)]
     print(f"mutate: {a.rev or 'the working tree'} in {tree}; log {log}", flush=True)
-    if (sh(["cmake", "-S", tree, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DSEAM_CUDA=OFF"], tree, log)
-            or sh(["cmake", "--build", build], tree, log) or sh(ctest, tree, log, env)):
+    configure = ["cmake", "-S", tree, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DSEAM_CUDA=OFF"]
+    if sh(configure, tree, log) or sh(["cmake", "--build", build], tree, log) or sh(ctest, tree, log, env):
         sys.exit(f"mutate: the unmutated tree does not build or pass its suite (see {log})")
 
     killed = survived = alive_equivalent = 0
