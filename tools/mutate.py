@@ -23,6 +23,7 @@ and the suite up to its first failure (a survivor: the whole suite, ~2 min).
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -176,13 +177,15 @@ def main():
         t0 = time.time()
         try:
             open(full, "w").write(original.replace(old, new))
-            mark = len(open(log).read())
+            mark = os.path.getsize(log)  # the log holds test output: bytes, not always UTF-8
             if sh(["cmake", "--build", build], tree, log):
                 verdict = "killed by the build"
             elif sh(ctest, tree, log, env, timeout=1800):
-                failed = [line.split(" - ")[-1].split(" (")[0].strip() for line in open(log).read()[mark:].splitlines()
-                          if " - " in line and ("(Failed)" in line or "(Timeout)" in line or "(SEGFAULT)" in line
-                                                or "Exception" in line or "(Subprocess aborted)" in line)]
+                with open(log, "rb") as f:
+                    f.seek(mark)
+                    lines = f.read().decode(errors="replace").splitlines()
+                # ctest's closing list: "\t  7 - test_golden (Failed)"
+                failed = [m.group(1) for m in map(re.compile(r"^\t\s*\d+ - (\S+) \(").match, lines) if m]
                 verdict = "killed by " + (", ".join(failed) or "ctest")
             else:
                 verdict = "SURVIVED" + (f" (equivalent: {equivalent})" if equivalent else "")
