@@ -287,7 +287,7 @@ Test(kernels, attn_values_bitwise) {
     static const int ranges[][2] = {{0, 1}, {3, 40}, {0, 64}, {5, 200}, {130, 333}, {0, 2100}, {1000, 2141}};
     enum { RING = 2100 };  // the longest range; the last one wraps around it
     const cpu_kernels *sets[CPU_KERNEL_SETS];
-    const int n_sets = fast_sets(sets);
+    const int n_sets = cpu_kernels_all(sets);  // the scalar set too: in runs, in a ring
     uint64_t rng = 7;
     for (size_t hd = 0; hd < sizeof head_dims / sizeof head_dims[0]; hd++) {
         const int head_dim = head_dims[hd], stride = 3 * head_dim, n_pos = 2141;
@@ -398,7 +398,7 @@ Test(kernels, attn_flash_bitwise) {
     static const uint32_t types[] = {GGML_TYPE_F16, GGML_TYPE_Q8_0};
     enum { RING = 1200, N_POS = 2041 };
     const cpu_kernels *sets[CPU_KERNEL_SETS];
-    const int n_sets = fast_sets(sets);
+    const int n_sets = cpu_kernels_all(sets);  // the scalar set too: in runs, in a ring
     uint64_t rng = 17;
     float *s = malloc(sizeof(float) * N_POS);
     for (int t = 0; t < N_POS; t++) s[t] = t % 97 == 0 ? 3.0f : t % 89 == 0 ? s[t - 1] : 2.0f * test_rng_normal(&rng);
