@@ -20,7 +20,7 @@ static const char *ARCH_KEYS[] = {
     "attention.head_count", "attention.head_count_kv", "attention.key_length",
     "attention.value_length", "attention.layer_norm_rms_epsilon", "rope.freq_base",
     "context_length",       "expert_count",        "expert_used_count",
-    "expert_feed_forward_length",
+    "expert_feed_forward_length", "attention.sliding_window",
 };
 
 // Which optional keys the file set (the rest take their defaults).
@@ -54,6 +54,7 @@ static int set_arch_key(seam_shape *sh, keys_set *set, const char *k, const char
     else if (!strcmp(k, "expert_count")) sh->n_expert = iv;
     else if (!strcmp(k, "expert_used_count")) sh->n_expert_used = iv;
     else if (!strcmp(k, "expert_feed_forward_length")) sh->n_ff_exp = iv;
+    else if (!strcmp(k, "attention.sliding_window")) sh->n_swa = iv;
     return 0;
 }
 
@@ -105,9 +106,9 @@ int shape_read(const char *path, seam_shape *sh, seam_error *e) {
     fclose(f);
     if (rc) return -1;
     if (strcmp(sh->arch, "llama") && strcmp(sh->arch, "qwen2") && strcmp(sh->arch, "qwen3") &&
-        strcmp(sh->arch, "qwen3moe"))
-        return seam_fail(e, "%s: general.architecture must be llama, qwen2, qwen3 or qwen3moe (got '%s')", path,
-                         sh->arch);
+        strcmp(sh->arch, "qwen3moe") && strcmp(sh->arch, "gemma3"))
+        return seam_fail(e, "%s: general.architecture must be llama, qwen2, qwen3, qwen3moe or gemma3 (got '%s')",
+                         path, sh->arch);
     size_t alen = strlen(sh->arch);
     for (int i = 0; i < n_pending; i++) {
         const char *k = pending[i][0];
@@ -122,6 +123,7 @@ int shape_read(const char *path, seam_shape *sh, seam_error *e) {
     const char *missing = !sh->n_layers ? "block_count" : !sh->n_embd ? "embedding_length"
                           : !sh->n_ff ? "feed_forward_length" : !sh->n_heads ? "attention.head_count"
                           : !sh->n_vocab ? "vocab_size" : !sh->ftype[0] ? "ftype" : NULL;
+    if (!missing && !strcmp(sh->arch, "gemma3") && !sh->n_swa) missing = "attention.sliding_window";
     if (!missing && !strcmp(sh->arch, "qwen3moe"))
         missing = !sh->n_expert ? "expert_count" : !sh->n_expert_used ? "expert_used_count"
                   : !sh->n_ff_exp ? "expert_feed_forward_length" : NULL;
@@ -212,7 +214,7 @@ int shape_tensors(const seam_shape *sh, shape_tensor **out, int *n_out, seam_err
     const int64_t q_dim = (int64_t)sh->n_heads * sh->head_dim, kv_dim = (int64_t)sh->n_kv_heads * sh->head_dim;
     // Scales: projections 1/sqrt(fan_in) keep each block's output near unit
     // size; the head gets logits with a spread of a few units.
-    const int n_max = 3 + 13 * L;
+    const int n_max = 3 + 15 * L;
     shape_tensor *ts = calloc((size_t)n_max, sizeof *ts);
     if (!ts) return seam_fail(e, "out of memory for %d tensors", n_max);
     int n = 0, rc = 0, used[8] = {0};
@@ -234,11 +236,13 @@ int shape_tensors(const seam_shape *sh, shape_tensor **out, int *n_out, seam_err
             rc |= T("attn_v.bias", T_NORM, 1, kv_dim, 0.1f);
             ts[n - 1].center = 0.0f;
         }
-        if (!strcmp(sh->arch, "qwen3") || !strcmp(sh->arch, "qwen3moe")) {
+        const bool gemma3 = !strcmp(sh->arch, "gemma3");
+        if (!strcmp(sh->arch, "qwen3") || !strcmp(sh->arch, "qwen3moe") || gemma3) {
             rc |= T("attn_q_norm.weight", T_NORM, 1, sh->head_dim, 0.1f);
             rc |= T("attn_k_norm.weight", T_NORM, 1, sh->head_dim, 0.1f);
         }
         rc |= T("attn_output.weight", T_ATTN_QKO, E, q_dim, 1.0f / sqrtf((float)q_dim));
+        if (gemma3) rc |= T("post_attention_norm.weight", T_NORM, 1, E, 0.1f);
         rc |= T("ffn_norm.weight", T_NORM, 1, E, 0.1f);
         if (sh->n_expert) {
             // Router logits spread by ~4 so that the top-k experts are well
@@ -258,6 +262,7 @@ int shape_tensors(const seam_shape *sh, shape_tensor **out, int *n_out, seam_err
             rc |= T("ffn_up.weight", T_FFN_GU, F, E, 1.0f / sqrtf((float)E));
             rc |= T("ffn_down.weight", T_FFN_DOWN, E, F, 1.0f / sqrtf((float)F));
         }
+        if (gemma3) rc |= T("post_ffw_norm.weight", T_NORM, 1, E, 0.1f);
 #undef T
     }
     rc |= add_tensor(ts, &n, sh, used, "output_norm.weight", T_NORM, 0, 1, E, 0.1f, e);
@@ -293,6 +298,7 @@ void shape_declare(const seam_shape *sh, const shape_tensor *ts, int n, gguf_wri
         gguf_w_u32(w, AK("expert_used_count"), (uint32_t)sh->n_expert_used);
         gguf_w_u32(w, AK("expert_feed_forward_length"), (uint32_t)sh->n_ff_exp);
     }
+    if (sh->n_swa) gguf_w_u32(w, AK("attention.sliding_window"), (uint32_t)sh->n_swa);
     gguf_w_u32(w, AK("rope.dimension_count"), (uint32_t)sh->head_dim);
 #undef AK
     for (int i = 0; i < n; i++) {

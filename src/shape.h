@@ -18,10 +18,11 @@
 #include "model.h"
 
 typedef struct {
-    char arch[32];   // llama, qwen2, qwen3, qwen3moe
+    char arch[32];   // llama, qwen2, qwen3, qwen3moe, gemma3
     char name[128];
     int n_layers, n_embd, n_ff, n_heads, n_kv_heads, head_dim, n_vocab, n_ctx;
     int n_expert, n_expert_used, n_ff_exp;  // qwen3moe
+    int n_swa;                              // gemma3: the sliding window of its local layers
     float rms_eps, rope_base;
     uint64_t seed;   // of the synthetic weights
     char ftype[16];  // F32, F16, BF16, Q8_0, Q4_0, Q4_K_M

@@ -19,7 +19,13 @@ expect() {  # DESCRIPTION COMMAND...: the check passes when COMMAND does
     fi
 }
 summary_has() { grep -qE -- "$1" "$work/out/summary.txt"; }
-archive_has() { tar tzf "$work/out/gpu-check-logs.tar.gz" | grep -qx -- "./$1"; }
+# The listing is read whole before grep looks at it: under pipefail, grep -q
+# leaving a pipe early would kill tar with SIGPIPE and fail the check.
+archive_has() {
+    local list
+    list=$(tar tzf "$work/out/gpu-check-logs.tar.gz") || return 1
+    grep -qx -- "./$1" <<<"$list"
+}
 
 CHECK_MIN_LEFT=2
 check_begin "$work/out" 6
@@ -74,8 +80,11 @@ expect "no step starts after the deadline" summary_has '^SKIP  late .*not starte
 check_end
 expect "the run's status says it failed" test $? -eq 1
 expect "the verdict counts" summary_has '^gpu-check: 2 passed, 3 failed, 2 skipped: something FAILED; the deadline cut'
-expect "the archive holds every log" bash -c 'for l in ok bad table slow long; do tar tzf "$1" | grep -qx "./$l.log" || exit 1; done' _ \
-    "$work/out/gpu-check-logs.tar.gz"
+every_log_archived() {
+    local l
+    for l in ok bad table slow long; do archive_has "$l.log" || return 1; done
+}
+expect "the archive holds every log" every_log_archived
 expect "only the summary, the table and the archive in OUT" test "$(ls "$work/out" | tr '\n' ' ')" = \
     "gpu-check-logs.tar.gz results.md summary.txt "
 

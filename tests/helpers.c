@@ -1,10 +1,73 @@
 #include "helpers.h"
 
+#include <criterion/criterion.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+
+// Leaks fail the test that made them. LeakSanitizer's own check runs when a
+// test's process exits, after Criterion has counted the test as passed, so a
+// leak would only be printed. The link wraps Criterion's call of each test
+// body (CMakeLists.txt: --wrap=criterion_internal_test_main) so that the
+// check runs in the test's process, after its body and before its result.
+void __real_criterion_internal_test_main(void (*fn)(void));
+void __wrap_criterion_internal_test_main(void (*fn)(void));
+
+static void (*test_body)(void);  // one test per process
+
+static void check_leaks(void) {
+    if (__lsan_do_recoverable_leak_check())
+        cr_assert_fail("the test leaked memory (LeakSanitizer's report above says where it was allocated)");
+}
+
+static void body_then_leaks(void) {
+    test_body();
+    check_leaks();
+}
+
+// A parameterized test's body takes its parameter, as Criterion calls it.
+static void param_body_then_leaks(void *param) {
+    ((void (*)(void *))test_body)(param);
+    check_leaks();
+}
+
+void __wrap_criterion_internal_test_main(void (*fn)(void)) {
+    test_body = fn;
+    // whether the test takes a parameter; Criterion's worker keeps the
+    // test's extra data unaligned, so its field is read bytewise
+    struct criterion_test_params (*param)(void);
+    memcpy(&param, (const char *)criterion_current_test->data + offsetof(struct criterion_test_extra_data, param_),
+           sizeof param);
+    __real_criterion_internal_test_main(param ? (void (*)(void))param_body_then_leaks : body_then_leaks);
+}
+#endif
+
+bool test_required(const char *var) {
+    const char *v = getenv(var);
+    return v && !strcmp(v, "1");
+}
+
+bool test_have_input(const char *path, const char *what, const char *installer) {
+    if (access(path, R_OK) == 0) return true;
+    if (test_required("SEAM_REQUIRE_INPUTS"))
+        cr_assert_fail("%s is missing, so %s cannot be checked; SEAM_REQUIRE_INPUTS=1 (./test.sh, CI) requires it: "
+                       "run %s",
+                       path, what, installer);
+    cr_log_warn("not checked: %s, for want of %s (%s installs it; ./test.sh does)", what, path, installer);
+    return false;
+}
+
+void test_require_input(const char *path, const char *what, const char *installer) {
+    if (!test_have_input(path, what, installer))
+        cr_skip_test("skipped: %s is missing, so %s is not checked (%s installs it)", path, what, installer);
+}
 
 const char *test_path(const char *name) {
     static char buf[4096];

@@ -2,12 +2,25 @@
 #ifndef SEAM_TEST_HELPERS_H
 #define SEAM_TEST_HELPERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 // A path under the build directory's test scratch folder (created on first
 // use); the returned string is static storage, valid until the next call.
 const char *test_path(const char *name);
+
+// An input the suite reads but does not make: the default model and the
+// real vocabularies (models/get-default-model.sh and models/get-vocabs.sh
+// install them). test_have_input is true when path is readable. When it is
+// not, the test fails where SEAM_REQUIRE_INPUTS=1 (./test.sh and CI, which
+// install them: a missing input there is a broken install, not a pass), and
+// elsewhere the test log says what goes unchecked and which script installs
+// the input. test_require_input skips the whole test then, saying the same.
+bool test_have_input(const char *path, const char *what, const char *installer);
+// Whether the environment sets `var` to 1 (SEAM_REQUIRE_INPUTS, SEAM_REQUIRE_SIMD).
+bool test_required(const char *var);
+void test_require_input(const char *path, const char *what, const char *installer);
 
 // Reads a whole file into a malloc'd buffer; NULL when it cannot.
 uint8_t *test_read_file(const char *path, size_t *size);

@@ -1,8 +1,13 @@
-// test_cli.c — the `seam` command line refuses bad input cleanly: every bad
-// flag value, bad file and impossible request ends with a non-zero exit and a
-// message on stderr, never a signal (and, in the sanitizer build, never a
-// sanitizer report). The model is the committed micro seed of the fuzzers: a
-// one-layer qwen3 with a 28-token vocabulary.
+// test_cli.c — the `seam` command line. It generates what the engine and
+// the sampler give in-process: -n tokens, fewer when one ends the
+// generation, as ids (--ids) or as text; `logits -o` writes the engine's
+// logits; chat wraps each turn in the template of the model's architecture.
+// And it refuses bad input cleanly: every bad flag value, bad file and
+// impossible request ends with a non-zero exit and a message on stderr, never
+// a signal (and, in the sanitizer build, never a sanitizer report). The model
+// is the committed micro seed of the fuzzers, a one-layer qwen3 with a
+// 28-token vocabulary; chat's are the synthetic tiny qwen3 (ChatML) and the
+// default model, Gemma 3 (its own turns).
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -13,7 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine.h"
+#include "gpu_segment.h"
 #include "helpers.h"
+#include "model.h"
+#include "sampler.h"
+#include "tokenizer.h"
 
 #define SEAM SEAM_BINARY_DIR "/seam"
 #define MODEL SEAM_SOURCE_DIR "/tests/fuzz/corpus/gguf/micro-qwen3.gguf"
@@ -42,8 +52,9 @@ static bool drain(int fd, char **buf, size_t *len) {
 }
 
 // Runs seam with argv (NULL-terminated, without the program name), stdin
-// from /dev/null, and collects its exit status, stdout and stderr.
-static result run(const char *const *args) {
+// from `input` (NULL: /dev/null), and collects its exit status, stdout and
+// stderr.
+static result run_with_input(const char *const *args, const char *input) {
     const char *argv[64] = {SEAM};
     int argc = 1;
     while (args[argc - 1]) {
@@ -52,20 +63,23 @@ static result run(const char *const *args) {
         argc++;
     }
     argv[argc] = NULL;
-    int out[2], err[2];
-    cr_assert(pipe(out) == 0 && pipe(err) == 0);
+    int out[2], err[2], in[2];
+    cr_assert(pipe(out) == 0 && pipe(err) == 0 && pipe(in) == 0);
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
-        int null = open("/dev/null", O_RDONLY);
-        dup2(null, 0);
+        dup2(input ? in[0] : open("/dev/null", O_RDONLY), 0);
+        close(in[0]), close(in[1]);
         dup2(out[1], 1);
         dup2(err[1], 2);
         close(out[0]), close(err[0]);
         execv(SEAM, (char *const *)argv);
         _exit(127);
     }
-    close(out[1]), close(err[1]);
+    close(out[1]), close(err[1]), close(in[0]);
+    // a few lines: the pipe's buffer takes them before seam reads any
+    if (input) cr_assert(write(in[1], input, strlen(input)) == (ssize_t)strlen(input));
+    close(in[1]);
     result r = {0, calloc(1, 1), calloc(1, 1)};
     size_t n_out = 0, n_err = 0;
     struct pollfd p[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
@@ -82,6 +96,8 @@ static result run(const char *const *args) {
     cr_assert(waitpid(pid, &r.status, 0) == pid);
     return r;
 }
+
+static result run(const char *const *args) { return run_with_input(args, NULL); }
 
 static void cmdline(const char *const *args, char *buf, size_t len) {
     size_t used = (size_t)snprintf(buf, len, "seam");
@@ -297,17 +313,19 @@ Test(cli, plan_counts_the_gemm_buffers_of_its_prefill_mode, .timeout = 120) {
     cr_assert_eq(scratch[2], scratch[1], "auto holds the GEMM's buffers as gemm does");
 }
 
+// More layers than the model has are refused on any machine; a GPU layer or
+// overflow is refused where there is no CUDA device (asked of the engine
+// here, not read from a message) and runs where there is one.
 Test(cli, gpu_layers_without_a_gpu, .timeout = 120) {
-    // more layers than the model has: refused on any machine
     expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ngl", "5"), "gpu-layers");
-    // one layer: refused where there is no CUDA device (as `plan` reports)
-    result r = run(ARGS("plan", "-m", MODEL, "-ngl", "auto"));
-    const bool no_gpu = strstr(r.err, "no CUDA device") != NULL;
-    result_free(&r);
-    if (no_gpu) {
-        expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ngl", "1"), "CUDA");
-        expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "--overflow", "mapped"), "CUDA");
-        expect_failure(ARGS("bench", "-m", MODEL, "-p", "8", "-n", "0", "--overflow", "stream"), "CUDA");
+    const char *const *const gpu_work[] = {
+        ARGS("run", "-m", MODEL, "-p", "hi", "-n", "2", "-ngl", "1"),
+        ARGS("run", "-m", MODEL, "-p", "hi", "-n", "2", "--overflow", "mapped"),
+        ARGS("bench", "-m", MODEL, "-p", "8", "-n", "0", "-r", "1", "--overflow", "stream"),
+    };
+    for (size_t i = 0; i < sizeof gpu_work / sizeof *gpu_work; i++) {
+        if (gpu_free_bytes() == 0) expect_failure(gpu_work[i], "CUDA");
+        else expect_success(gpu_work[i]);
     }
 }
 
@@ -437,6 +455,200 @@ Test(cli, bench_runs_and_validates, .timeout = 300) {
               "no depth tests:\n%s", r.out);
     result_free(&r);
     expect_failure(ARGS("bench", "-m", MODEL, "-p", "0", "-n", "4", "-d", "61"), "trained");  // 61 + 4 > 64
+}
+
+// ---------------------------------------------------------------------------
+// Generation: what seam run prints is what the engine and the sampler give
+
+// A model and its vocabulary, in this process.
+typedef struct {
+    seam_model m;
+    seam_tokenizer *tok;
+} loaded;
+
+static void load(loaded *l, const char *path) {
+    seam_error e = {{0}};
+    cr_assert_eq(model_load(&l->m, path, &e), 0, "%s", e.msg);
+    cr_assert_eq(tokenizer_load(&l->tok, &l->m.file, &e), 0, "%s", e.msg);
+}
+
+static void unload(loaded *l) {
+    tokenizer_free(l->tok);
+    model_free(&l->m);
+}
+
+// The sampler's settings: --temp (0: greedy), --top-k, --top-p, --seed.
+typedef struct {
+    float temp;
+    int top_k;
+    float top_p;
+    uint64_t seed;
+} sampling;
+
+static const sampling GREEDY = {0.0f, 0, 1.0f, 0};
+
+// The tokens generation gives after `prompt`: up to n_max drawn by the
+// sampler, each fed back at the next position, stopping after one that ends
+// generation. Returns how many.
+static int generate_here(const loaded *l, int prompt, int n_max, sampling sp, int *out) {
+    seam_engine eng;
+    seam_sampler smp;
+    seam_error e = {{0}};
+    cr_assert_eq(engine_init(&eng, &l->m, 1 + n_max, &e), 0, "%s", e.msg);
+    cr_assert_eq(sampler_init(&smp, l->m.cfg.n_vocab, sp.temp, sp.top_k, sp.top_p, sp.seed), 0);
+    float *logits;
+    cr_assert_eq(engine_forward(&eng, prompt, 0, &logits, &e), 0, "%s", e.msg);
+    int n = 0;
+    while (n < n_max) {
+        out[n] = sampler_sample(&smp, logits);
+        if (tokenizer_is_eog(l->tok, out[n++])) break;
+        cr_assert_eq(engine_forward(&eng, out[n - 1], n, &logits, &e), 0, "%s", e.msg);
+    }
+    sampler_free(&smp);
+    engine_free(&eng);
+    return n;
+}
+
+// Space-separated ids, as --ids prints them.
+static void ids_text(const int *ids, int n, char *buf, size_t cap) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, i ? " %d" : "%d", ids[i]);
+}
+
+// seam run --tokens PROMPT -n N_MAX with sp's flags and --ids prints the ids
+// generate_here gives, on one line; without --ids, their text (the end
+// token's none). Returns how many.
+static int check_run(const loaded *l, int prompt, int n_max, sampling sp) {
+    int ids[64];
+    const int n = generate_here(l, prompt, n_max, sp, ids);
+    char want[1024], p[16], nm[16], t[32], k[16], tp[32], sd[32], what[256];
+    snprintf(p, sizeof p, "%d", prompt), snprintf(nm, sizeof nm, "%d", n_max), snprintf(t, sizeof t, "%g", sp.temp);
+    snprintf(k, sizeof k, "%d", sp.top_k), snprintf(tp, sizeof tp, "%g", sp.top_p);
+    snprintf(sd, sizeof sd, "%llu", (unsigned long long)sp.seed);
+    snprintf(what, sizeof what, "--tokens %s -n %s --temp %s --top-k %s --top-p %s --seed %s", p, nm, t, k, tp, sd);
+    ids_text(ids, n, want, sizeof want - 1);
+    strcat(want, "\n");
+    result r = run(ARGS("run", "-m", MODEL, "--tokens", p, "-n", nm, "--temp", t, "--top-k", k, "--top-p", tp, "--seed",
+                        sd, "-t", "1", "--ids"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam run failed:\n%s", r.err);
+    cr_assert_str_eq(r.out, want, "%s --ids", what);
+    result_free(&r);
+    char text[1024];
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        if (!tokenizer_is_eog(l->tok, ids[i])) len += (size_t)tokenizer_piece(l->tok, ids[i], text + len, 64, false);
+    text[len] = '\0';
+    strcat(text, "\n");
+    r = run(ARGS("run", "-m", MODEL, "--tokens", p, "-n", nm, "--temp", t, "--top-k", k, "--top-p", tp, "--seed", sd,
+                 "-t", "1"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam run failed:\n%s", r.err);
+    cr_assert_str_eq(r.out, text, "%s: not the text of its ids", what);
+    result_free(&r);
+    return n;
+}
+
+// Greedy runs of -n tokens (0 too), each token fed back; sampled runs with
+// the sampler's flags, one that draws the end token early (found here, seed
+// by seed) and stops after it, and one that does not.
+Test(cli, run_generates_n_tokens_and_stops_at_the_end, .timeout = 300) {
+    loaded l;
+    load(&l, MODEL);
+    for (int prompt = 2; prompt <= 24; prompt += 11)
+        for (int n = 0; n <= 12; n += 6) cr_assert_eq(check_run(&l, prompt, n, GREEDY), n);
+    for (int k = 2; k <= 5; k += 3) check_run(&l, 7, 12, (sampling){1.5f, k, 0.9f, 11});
+    check_run(&l, 7, 12, (sampling){2.0f, 0, 0.5f, 12});
+    bool ended = false, full = false;
+    int ids[64];
+    for (uint64_t seed = 1; seed < 200 && (!ended || !full); seed++) {
+        const sampling sp = {3.0f, 0, 1.0f, seed};
+        const int n = generate_here(&l, 5, 16, sp, ids);
+        if (n < 16 && !ended) ended = check_run(&l, 5, 16, sp) == n && tokenizer_is_eog(l.tok, ids[n - 1]);
+        if (n == 16 && !full) full = check_run(&l, 5, 16, sp) == 16;
+    }
+    cr_assert(ended && full, "no seed in 200 gave a run that %s", ended ? "ran to -n" : "ended early");
+    unload(&l);
+}
+
+// seam logits -o writes float32 [n_tokens][n_vocab]: the engine's logits
+// after each prompt token, bit for bit.
+Test(cli, logits_writes_the_engines_logits, .timeout = 120) {
+    loaded l;
+    load(&l, MODEL);
+    static const int prompt[] = {24, 3, 17, 9, 0, 26, 12};
+    enum { N = sizeof prompt / sizeof *prompt };
+    const char *out = test_path("cli-logits.f32");
+    expect_success(ARGS("logits", "-m", MODEL, "--tokens", "24,3,17,9,0,26,12", "-o", out, "-t", "1"));
+    size_t size;
+    float *got = (float *)test_read_file(out, &size);
+    const int V = l.m.cfg.n_vocab;
+    cr_assert(got && size == sizeof(float) * N * (size_t)V, "%s: %zu bytes, want %d x %d floats", out, size, N, V);
+    seam_engine eng;
+    seam_error e = {{0}};
+    cr_assert_eq(engine_init(&eng, &l.m, N, &e), 0, "%s", e.msg);
+    for (int p = 0; p < N; p++) {
+        float *want;
+        cr_assert_eq(engine_forward(&eng, prompt[p], p, &want, &e), 0, "%s", e.msg);
+        cr_assert(memcmp(got + (size_t)p * V, want, sizeof(float) * V) == 0, "position %d's logits differ", p);
+    }
+    engine_free(&eng);
+    free(got);
+    unload(&l);
+}
+
+// seam chat on `model`: two turns of -n 3, each prefilling its own turn in
+// the template given (BOS, where the vocabulary adds one, opening the first
+// turn only), the second after the first turn, its reply and the reply's
+// closing newline. Checked from the counts chat reports.
+static void check_chat(const char *model, const char *user_prefix, const char *user_suffix) {
+    loaded l;
+    load(&l, model);
+    static const char *const turns[2] = {"hello there", "and again"};
+    int expect[2];
+    seam_error e = {{0}};
+    for (int k = 0; k < 2; k++) {
+        char text[256];
+        snprintf(text, sizeof text, "%s%s%s", user_prefix, turns[k], user_suffix);
+        int32_t *ids;
+        cr_assert_eq(tokenizer_encode(l.tok, text, strlen(text), k == 0, true, &ids, &expect[k], &e), 0, "%s", e.msg);
+        free(ids);
+    }
+    int32_t *nl;
+    int n_nl;
+    cr_assert_eq(tokenizer_encode(l.tok, "\n", 1, false, true, &nl, &n_nl, &e), 0, "%s", e.msg);
+    free(nl);
+    result r = run_with_input(ARGS("chat", "-m", model, "-n", "3", "-c", "256", "-t", "1"), "hello there\nand again\n");
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam chat failed:\n%s", r.err);
+    int prefilled[2], held[2], generated[2];
+    const char *at = r.err;
+    for (int k = 0; k < 2; k++) {
+        char mark[32];
+        snprintf(mark, sizeof mark, "turn %d: prefilled", k + 1);
+        at = strstr(at, mark);
+        cr_assert(at && sscanf(at + strlen(mark), " %d new tokens in %*f s (cache held %d before), generated %d",
+                               &prefilled[k], &held[k], &generated[k]) == 3,
+                  "%s: no report of turn %d:\n%s", model, k + 1, r.err);
+        cr_assert_eq(prefilled[k], expect[k], "%s, turn %d: prefilled %d tokens, its template gives %d", model, k + 1,
+                     prefilled[k], expect[k]);
+        cr_assert(generated[k] >= 1 && generated[k] <= 3, "%s, turn %d: generated %d tokens with -n 3", model, k + 1,
+                  generated[k]);
+    }
+    cr_assert_eq(held[0], 0);
+    cr_assert_eq(held[1], prefilled[0] + generated[0] + n_nl, "%s: the second turn found %d tokens in the cache, "
+                 "want its first turn's %d, the reply's %d and the newline's %d", model, held[1], prefilled[0],
+                 generated[0], n_nl);
+    cr_log_info("%s: turns of %d and %d tokens in its template", model, prefilled[0], prefilled[1]);
+    result_free(&r);
+    unload(&l);
+}
+
+Test(cli, chat_uses_the_architectures_template, .timeout = 300) {
+    const char *tiny = tiny_model();
+    check_chat(tiny, "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n");
+    static const char gemma[] = SEAM_SOURCE_DIR "/models/gemma-3-270m-q4_k_m.gguf";
+    if (test_have_input(gemma, "Gemma 3's chat template", "models/get-default-model.sh"))
+        check_chat(gemma, "<start_of_turn>user\n", "<end_of_turn>\n<start_of_turn>model\n");
 }
 
 #ifdef SEAM_CUDA_EMU

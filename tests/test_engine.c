@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "engine.h"
 #include "helpers.h"
@@ -103,12 +102,10 @@ static const char *synthetic(const char *shape) {
     return path;
 }
 
-// The default real model, or the test skips.
-static const char *gemma(void) {
-    static char path[4096];
-    snprintf(path, sizeof path, "%s/models/gemma-3-270m-q4_k_m.gguf", SEAM_SOURCE_DIR);
-    if (access(path, R_OK))
-        cr_skip_test("models/gemma-3-270m-q4_k_m.gguf is not installed (models/get-default-model.sh installs it)");
+// The default real model (test_require_input).
+static const char *gemma(const char *what) {
+    static const char path[] = SEAM_SOURCE_DIR "/models/gemma-3-270m-q4_k_m.gguf";
+    test_require_input(path, what, "models/get-default-model.sh");
     return path;
 }
 
@@ -116,7 +113,9 @@ static const seam_kv_config F16 = {0}, Q8_0 = {.k = KV_Q8_0, .v = KV_Q8_0};
 
 Test(engine, prefill_equals_decode_dense) { prefill_matches_decode_file(synthetic("small"), "small", 150, F16); }
 Test(engine, prefill_equals_decode_moe) { prefill_matches_decode_file(synthetic("moe-small"), "moe-small", 150, F16); }
-Test(engine, prefill_equals_decode_gemma) { prefill_matches_decode_file(gemma(), "gemma-3-270m", 150, F16); }
+Test(engine, prefill_equals_decode_gemma) {
+    prefill_matches_decode_file(gemma("Gemma 3's prefill against its decode"), "gemma-3-270m", 150, F16);
+}
 Test(engine, prefill_equals_decode_2k) {
     prefill_matches_decode_file(synthetic("small"), "small", 2048, F16);
     prefill_matches_decode_file(synthetic("small"), "small, q8_0 cache", 2048, Q8_0);
@@ -129,7 +128,7 @@ Test(engine, prefill_equals_decode_2k) {
 Test(engine, sliding_ring_equals_full_cache, .timeout = 600) {
     seam_model m;
     seam_error e = {{0}};
-    cr_assert_eq(model_load(&m, gemma(), &e), 0, "%s", e.msg);
+    cr_assert_eq(model_load(&m, gemma("Gemma 3's sliding ring against its full cache"), &e), 0, "%s", e.msg);
     enum { N_CTX = 700, N_PROMPT = 600 };
     int tokens[N_CTX];
     uint64_t rng = 21;

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "gguf.h"
 #include "helpers.h"
@@ -80,13 +79,10 @@ static seam_tokenizer *load_path(const char *path) {
     return t;
 }
 
-// Resolves a fixture's model into path, or skips the test when it is absent.
-static void fixture_model(const char *model, char *path, size_t cap) {
+// Resolves a fixture's model into path (test_require_input when it is absent).
+static void fixture_model(const char *model, const char *fixture, char *path, size_t cap) {
     snprintf(path, cap, model[0] == '/' ? "%s" : SEAM_SOURCE_DIR "/%s", model);
-    struct stat st;
-    if (stat(path, &st) != 0)
-        cr_skip_test("%s is absent, so its fixture is not checked (models/get-default-model.sh installs the "
-                     "default model; tools/ref_tokenize.py vocab writes vocabulary files)", model);
+    test_require_input(path, fixture, "models/get-default-model.sh or models/get-vocabs.sh");
 }
 
 // Checks everything one fixture records against seam's tokenizer.
@@ -110,7 +106,7 @@ static void check_fixture(const char *name) {
         if (line[0] == '#') continue;
         char *rest = line, *kind = field(&rest);
         if (strcmp(kind, "model") == 0) {
-            fixture_model(field(&rest), model_path, sizeof model_path);
+            fixture_model(field(&rest), fx, model_path, sizeof model_path);
         } else if (strcmp(kind, "sha256") == 0) {
             char have[65];
             cr_assert_eq(test_sha256_file(model_path, have), 0, "cannot read %s", model_path);
@@ -197,11 +193,13 @@ static const struct {
     {"models/gemma-3-270m-q4_k_m.gguf", true},
 };
 
-static seam_tokenizer *load_optional(const char *rel) {
+// A vocabulary of VOCABS; NULL (test_have_input) when an installed one is
+// absent, while the committed ones must be there.
+static seam_tokenizer *load_vocab(const char *rel, const char *test) {
     char path[4096];
-    struct stat st;
     snprintf(path, sizeof path, SEAM_SOURCE_DIR "/%s", rel);
-    return stat(path, &st) == 0 ? load_path(path) : NULL;
+    if (strncmp(rel, "models/", 7) == 0 && !test_have_input(path, test, "models/get-default-model.sh")) return NULL;
+    return load_path(path);
 }
 
 // Concatenated pieces of text's ids: streaming decode, one piece at a time.
@@ -245,7 +243,8 @@ static size_t random_utf8(uint64_t *rng, char *out, size_t max_chars) {
 Test(tokenizer, round_trip_random_text) {
     int n_vocabs = 0;
     for (size_t v = 0; v < sizeof VOCABS / sizeof *VOCABS; v++) {
-        seam_tokenizer *t = VOCABS[v].round_trip ? load_optional(VOCABS[v].path) : NULL;
+        if (!VOCABS[v].round_trip) continue;
+        seam_tokenizer *t = load_vocab(VOCABS[v].path, "the round trip of random text");
         if (!t) continue;
         n_vocabs++;
         uint64_t rng = 42 + v;
@@ -262,6 +261,7 @@ Test(tokenizer, round_trip_random_text) {
         }
         tokenizer_free(t);
     }
+    cr_assert_geq(n_vocabs, 3, "round trips on %d vocabularies: the three committed ones are missing", n_vocabs);
     cr_log_info("round trips on %d vocabularies", n_vocabs);
 }
 
@@ -270,7 +270,7 @@ Test(tokenizer, round_trip_random_text) {
 Test(tokenizer, random_bytes_are_safe) {
     static const char *const snippets[] = {"<|im_end|>", "<start_of_turn>", "<0xFF>", "'s", "\xe2\x96\x81", "  ", "\n\n"};
     for (size_t v = 0; v < sizeof VOCABS / sizeof *VOCABS; v++) {
-        seam_tokenizer *t = load_optional(VOCABS[v].path);
+        seam_tokenizer *t = load_vocab(VOCABS[v].path, "the encoding of random bytes");
         if (!t) continue;
         uint64_t rng = 7 + v;
         char text[256];
@@ -300,8 +300,7 @@ Test(tokenizer, random_bytes_are_safe) {
 }
 
 Test(tokenizer, piece_reports_the_size_it_needs) {
-    seam_tokenizer *t = load_optional("tests/golden/vocab-qwen3-5k.gguf");
-    cr_assert(t);
+    seam_tokenizer *t = load_vocab("tests/golden/vocab-qwen3-5k.gguf", "piece sizes");
     int32_t *ids;
     int n_ids;
     seam_error e = {{0}};

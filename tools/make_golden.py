@@ -20,7 +20,9 @@ difference.
 
 Models, each giving fixtures named after it:
   - the synthetic models of SHAPES, synthesised by build/seam-synth into a
-    temporary folder; the prompt is a fixed list of 32 token ids;
+    temporary folder; the prompt is a fixed list of token ids, 32 of them,
+    or as many as SHAPES gives (tiny-gemma3: 160, past its sliding window of
+    8 and the ring of 104 positions a sliding layer keeps);
   - the default real model, models/gemma-3-270m-q4_k_m.gguf, when it is
     installed (models/get-default-model.sh); if it is not, its old fixtures
     are left as they are;
@@ -85,10 +87,10 @@ from ref_logits import Reference, sha256, system_info  # noqa: E402
 
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 SYNTH = os.path.join(ROOT, "build", "seam-synth")
-SHAPES = ["models/tiny.shape", "models/small.shape", "models/moe-small.shape"]
+SHAPES = {"models/tiny.shape": 32, "models/small.shape": 32, "models/moe-small.shape": 32,
+          "models/tiny-llama.shape": 32, "models/tiny-qwen2.shape": 32, "models/tiny-gemma3.shape": 160}
 DEFAULT_MODEL = "models/gemma-3-270m-q4_k_m.gguf"
-N_SYNTH_TOKENS = 32
-SYNTH_SEED = 20240601  # the synthetic prompt: N_SYNTH_TOKENS ids drawn by random.Random(SYNTH_SEED)
+SYNTH_SEED = 20240601  # the synthetic prompt: SHAPES' count of ids drawn by random.Random(SYNTH_SEED)
 PROMPTS = [
     "The capital of France is Paris. The capital of Germany is",
     "def fibonacci(n):\n    if n < 2:\n        return n\n",
@@ -155,12 +157,12 @@ def build_mismatch():
 
 
 def write_fixture(name, model_line, gguf, text, threads, cache="f16"):
-    """Writes logits-NAME.{txt,f32}; the prompt is `text`, or SYNTH_SEED's tokens when None;
-    the KV cache's keys and values are of type `cache`."""
+    """Writes logits-NAME.{txt,f32}; the prompt is `text`, or, given a count of
+    tokens, that many of SYNTH_SEED's; the KV cache's keys and values are of type `cache`."""
     ref = Reference(gguf, N_CTX, threads, cache, cache)
-    if text is None:
+    if isinstance(text, int):
         r = random.Random(SYNTH_SEED)
-        tokens = [r.randrange(ref.n_vocab) for _ in range(N_SYNTH_TOKENS)]
+        tokens = [r.randrange(ref.n_vocab) for _ in range(text)]
     else:
         tokens = ref.tokenize(text)
     n = len(tokens)
@@ -241,12 +243,12 @@ def main():
     os.makedirs(GOLDEN, exist_ok=True)
 
     with tempfile.TemporaryDirectory() as tmp:
-        for shape in SHAPES:
+        for shape, n_tokens in SHAPES.items():
             name = os.path.splitext(os.path.basename(shape))[0]
             gguf = os.path.join(tmp, name + ".gguf")
             synthesise(shape, gguf)
-            write_fixture(name, f"synth {shape}", gguf, None, a.threads)
-            write_fixture(f"{name}-q8_0", f"synth {shape}", gguf, None, a.threads, "q8_0")
+            write_fixture(name, f"synth {shape}", gguf, n_tokens, a.threads)
+            write_fixture(f"{name}-q8_0", f"synth {shape}", gguf, n_tokens, a.threads, "q8_0")
 
     real = [os.path.join(ROOT, DEFAULT_MODEL)] if os.path.exists(os.path.join(ROOT, DEFAULT_MODEL)) else []
     if not real:
