@@ -686,4 +686,20 @@ Test(cli, an_emulated_split_reports_its_crossings, .timeout = 300) {
               b.out);
     result_free(&b);
 }
+
+// The seed's 12 GB card (SEAM_EMU_DEVICE=rtx3060) under the seed's model,
+// planned from its shape: -ngl auto takes the layers that fit the card's
+// free memory (30 beside the stream overflow's two staging buffers), all 48
+// do not fit (33 would), and the overflow runs the rest on the GPU.
+Test(cli, the_seeds_card_plans_the_seeds_model, .timeout = 120) {
+    setenv("SEAM_EMU_DEVICE", "rtx3060", 1);
+    const char *shape = SEAM_SOURCE_DIR "/models/qwen3-30b-a3b.shape";
+    expect_failure(ARGS("plan", "--shape", shape, "-ngl", "48"), "and 11.71 GiB is available; at most 33 layers fit");
+    result r = run(ARGS("plan", "--shape", shape, "-ngl", "auto", "--overflow", "stream"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "plan -ngl auto failed:\n%s", r.err);
+    cr_assert(strstr(r.err, "plan: 30 of 48 layers on the GPU") && strstr(r.err, "GPU: NVIDIA GeForce RTX 3060") &&
+                  strstr(r.err, "layers 30..47 stay in host memory and run on the GPU"),
+              "not the 3060's plan:\n%s", r.err);
+    result_free(&r);
+}
 #endif
