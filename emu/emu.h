@@ -57,8 +57,6 @@ struct region {
 // The live region holding [p, p + bytes), copied (so that the caller holds
 // no lock); false when there is none.
 bool find_region(const void *p, size_t bytes, region *out);
-// Whether p lies in the device arena at all (live, freed or between allocations).
-bool in_device_arena(const void *p);
 // Checks the guard zones of the live device allocation at p: false (and a
 // message) when a kernel or copy wrote past its ends.
 bool guards_intact(const region &r, std::string *why);

@@ -485,11 +485,6 @@ bool find_region(const void *p, size_t bytes, region *out) {
     return true;
 }
 
-bool in_device_arena(const void *p) {
-    state &s = st();
-    return (uintptr_t)p >= (uintptr_t)s.arena && (uintptr_t)p < (uintptr_t)s.arena + ARENA_BYTES;
-}
-
 bool guards_intact(const region &r, std::string *why) {
     std::pair<uintptr_t, uintptr_t> pages;
     {
