@@ -5,8 +5,10 @@
 //
 //   emu/cuda_emu.h   the kernels' side: indices, intrinsics, shared memory, launch
 //   emu/device.cpp   runs a launch: blocks of fibers, barriers, shuffles, checks
-//   emu/runtime.cpp  the CUDA runtime calls seam makes: devices, memory, streams,
-//                    events, graphs, errors
+//   emu/runtime.cpp  the CUDA runtime calls seam makes: the card, errors, devices
+//   emu/memory.cpp   ... device memory, pinned host memory, copies
+//   emu/streams.cpp  ... streams, events, graphs, launches, the order between streams
+//                    (emu/runtime.h: what those three share)
 //   emu/cublas.cpp   the one cuBLAS product seam calls, and its handle
 #ifndef SEAM_EMU_H
 #define SEAM_EMU_H
