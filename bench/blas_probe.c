@@ -33,10 +33,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "cpu/ops.h"
 #include "cpu/pool.h"
-#include "quant.h"
+#include "numeric/quant.h"
 
 void openblas_set_num_threads(int n);
 char *openblas_get_corename(void);

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
+#include "numeric/quant.h"
 #include "seam_cuda.h"
 
 #define CHECK(call)                                                       \

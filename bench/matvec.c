@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "cpu/kernels.h"
 #include "cpu/ops.h"
 #include "cpu/pool.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "cpu/membw.h"
 #include "cpu/pool.h"
 

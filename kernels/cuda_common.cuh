@@ -22,7 +22,7 @@
 #define SEAM_DEVICE_ARRAY(type, name, count) __device__ type name[count]
 #endif
 
-#include "quant.h"
+#include "numeric/quant.h"
 #include "seam_cuda.h"
 
 // The kernels reproduce the C reference's IEEE division, sqrt and expf

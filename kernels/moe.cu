@@ -8,7 +8,7 @@
 #include <math.h>
 
 #include "cuda_common.cuh"
-#include "exact.h"
+#include "numeric/exact.h"
 
 constexpr int ROUTE_THREADS = 128, ROUTE_MAX_EXPERTS = 1024, ROUTE_MAX_K = 64;
 

@@ -18,12 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "gpu_segment.h"
+#include "engine/engine.h"
+#include "gpu/gpu_segment.h"
 #include "helpers.h"
-#include "model.h"
-#include "sampler.h"
-#include "tokenizer.h"
+#include "model/model.h"
+#include "text/sampler.h"
+#include "text/tokenizer.h"
 
 #define SEAM SEAM_BINARY_DIR "/seam"
 #define MODEL SEAM_SOURCE_DIR "/tests/fuzz/corpus/gguf/micro-qwen3.gguf"
@@ -377,7 +377,7 @@ static int help_lists_flags_of(const char *const *help_args, const char *source,
 // with its default in brackets.
 Test(cli, help_lists_every_flag_with_its_default, .timeout = 60) {
     const char *help;
-    cr_assert(help_lists_flags_of(ARGS("--help"), SEAM_SOURCE_DIR "/src/options.c", &help) > 10, "too few flags in options.c");
+    cr_assert(help_lists_flags_of(ARGS("--help"), SEAM_SOURCE_DIR "/src/cli/options.c", &help) > 10, "too few flags in options.c");
     static const char *const with_default[] = {"--n-predict", "--ctx-size", "--threads", "--gpu-layers", "--seed",
                                                "--temp", "--top-k", "--top-p", "--n-cpu-moe"};
     for (size_t i = 0; i < sizeof with_default / sizeof with_default[0]; i++) {
@@ -387,7 +387,7 @@ Test(cli, help_lists_every_flag_with_its_default, .timeout = 60) {
         cr_expect(open && (!eol || open < eol), "--help gives no default for %s", with_default[i]);
     }
     free((void *)help);
-    cr_assert(help_lists_flags_of(ARGS("bench", "--help"), SEAM_SOURCE_DIR "/src/bench.c", &help) > 6,
+    cr_assert(help_lists_flags_of(ARGS("bench", "--help"), SEAM_SOURCE_DIR "/src/cli/bench.c", &help) > 6,
               "too few flags in bench.c");
     free((void *)help);
 }

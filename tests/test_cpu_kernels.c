@@ -24,9 +24,9 @@
 #include "cpu/kernels.h"
 #include "cpu/ops.h"
 #include "cpu/pool.h"
-#include "exact.h"
+#include "numeric/exact.h"
 #include "helpers.h"
-#include "quant.h"
+#include "numeric/quant.h"
 
 
 // A finite f16 scale of random sign and magnitude around 2^-8..2^0.

@@ -28,13 +28,13 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "quant.h"
+#include "numeric/quant.h"
 
 #ifdef SEAM_HAVE_CUDA
 #include "cpu/ops.h"
-#include "engine.h"
-#include "plan.h"
-#include "prefill.h"
+#include "engine/engine.h"
+#include "plan/plan.h"
+#include "engine/prefill.h"
 #include "seam_cuda.h"
 
 static seam_error err;

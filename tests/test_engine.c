@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "helpers.h"
-#include "model.h"
+#include "model/model.h"
+#include "plan/plan.h"
 
 static const char *tiny_model(void) {
     static char path[4096];

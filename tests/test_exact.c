@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exact.h"
+#include "numeric/exact.h"
 #include "helpers.h"
 
 Test(exact, expf_is_close_to_libm) {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "format/gguf.h"
 #include "helpers.h"
 
 // ---------------------------------------------------------------------------

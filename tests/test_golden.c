@@ -26,9 +26,10 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "helpers.h"
-#include "model.h"
+#include "model/model.h"
+#include "plan/plan.h"
 
 #define GOLDEN_DIR SEAM_SOURCE_DIR "/tests/golden"
 // The GPU prefill's GEMM path (f16 weights and activations, float sums)

@@ -12,12 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "gpu_segment.h"
+#include "engine/engine.h"
+#include "gpu/gpu_segment.h"
 #include "helpers.h"
-#include "memstat.h"
-#include "model.h"
-#include "plan.h"
+#include "plan/memstat.h"
+#include "model/model.h"
+#include "plan/plan.h"
 
 static seam_model model;
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "cpu/pool.h"
 
 enum { MAX_THREADS = 4, N_ITEMS = 1000 };

@@ -8,11 +8,11 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "hw.h"
-#include "model.h"
-#include "plan.h"
-#include "predict.h"
-#include "shape.h"
+#include "plan/hw.h"
+#include "model/model.h"
+#include "plan/plan.h"
+#include "plan/predict.h"
+#include "model/shape.h"
 
 // ---------------------------------------------------------------- profiles
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "quant.h"
+#include "numeric/quant.h"
 
 
 // Bitwise equal, or both nan with the same sign (a nan's payload is the

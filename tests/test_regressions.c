@@ -7,14 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "cpu/ops.h"
-#include "exact.h"
-#include "gguf.h"
+#include "numeric/exact.h"
+#include "format/gguf.h"
 #include "helpers.h"
-#include "model.h"
-#include "plan.h"
-#include "quant.h"
+#include "model/model.h"
+#include "plan/plan.h"
+#include "numeric/quant.h"
 
 // fuzz_gguf: a weight of NaN or infinity (a corrupt file) made the Q8_0
 // activation quantiser convert NaN or infinity to int8, which is undefined;

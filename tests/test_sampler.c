@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sampler.h"
+#include "text/sampler.h"
 
 #define N_DRAWS 200000
 #define Z 6.0

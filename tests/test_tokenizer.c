@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "format/gguf.h"
 #include "helpers.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 // ---------------------------------------------------------------------------
 // Fixtures

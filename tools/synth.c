@@ -21,9 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gguf.h"
-#include "quant.h"
-#include "shape.h"
+#include "format/gguf.h"
+#include "numeric/quant.h"
+#include "model/shape.h"
 
 // ---------------------------------------------------------------- weights
 

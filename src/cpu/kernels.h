@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "quant.h"
+#include "numeric/quant.h"
 
 // Rows 0..n_rows-1 of a matrix (row r at w + r * row_bytes, n weights of
 // `type` each; row_bytes at least ggml_row_bytes(type, n)) against n_act

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "cpu/pool.h"
 
 typedef enum { MEMBW_READ, MEMBW_READ_PF, MEMBW_TRIAD, MEMBW_PROBES } membw_probe;

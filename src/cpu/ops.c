@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exact.h"
+#include "numeric/exact.h"
 #include "cpu/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 #include "cpu/pool.h"
-#include "model.h"
-#include "quant.h"
+#include "model/model.h"
+#include "numeric/quant.h"
 
 // out (w->rows) = W (w->rows, w->cols) @ x (w->cols). x is quantised once to
 // the weight type's activation format into `scratch`, which must hold

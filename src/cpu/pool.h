@@ -12,7 +12,7 @@
 #ifndef SEAM_CPU_POOL_H
 #define SEAM_CPU_POOL_H
 
-#include "common.h"
+#include "base/common.h"
 
 typedef struct seam_pool seam_pool;
 

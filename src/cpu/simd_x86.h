@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "cpu/kernels.h"
-#include "quant.h"
+#include "numeric/quant.h"
 
 static inline float f16_to_f32(seam_f16 h) {
     return _cvtsh_ss(h);  // exact, as seam_f16_to_f32

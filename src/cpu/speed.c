@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "cpu/ops.h"
-#include "quant.h"
+#include "numeric/quant.h"
 
 enum { RUNS = 31, SPEED_MAX_THREADS = 256 };
 

@@ -14,7 +14,7 @@
 
 #include "cpu/kernels.h"
 #include "cpu/pool.h"
-#include "model.h"
+#include "model/model.h"
 
 // A matrix of `rows` rows of `cols` weights of `type` (small enough to stay
 // in a cache): GB/s of weight bytes one thread's dot kernel of each of the n_sets

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
-#include "gguf.h"
-#include "model.h"
-#include "tokenizer.h"
+#include "engine/engine.h"
+#include "format/gguf.h"
+#include "model/model.h"
+#include "text/tokenizer.h"
 
 // Above this size a file bound as a model only exercises the loader: the
 // forward pass over a bigger (mutated) model would slow every execution.

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "tokenizer.h"
-#include "tokenizer_impl.h"  // token attributes: which ids are special
+#include "format/gguf.h"
+#include "text/tokenizer.h"
+#include "text/tokenizer_impl.h"  // token attributes: which ids are special
 
 #define CHECK(cond)                                                                      \
     do {                                                                                 \

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gguf.h"
-#include "quant.h"
+#include "format/gguf.h"
+#include "numeric/quant.h"
 
 static const char *out_dir;
 

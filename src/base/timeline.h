@@ -1,0 +1,70 @@
+// timeline.h — what a run spent its time on: every crossing of the GPU/CPU
+// boundary and every segment of every token, and the reports derived from
+// them.
+//
+// A token's time is the sum of its segments (GPU layers, CPU layers, head)
+// and its crossings; the report checks that the parts add up to the
+// measured token time.
+#ifndef SEAM_TIMELINE_H
+#define SEAM_TIMELINE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/common.h"
+
+// The hidden state (or the logits) crossing, or (stream placement) a
+// layer's weights copied to the GPU while earlier layers compute.
+typedef enum { CROSS_H2D = 0, CROSS_D2H = 1, CROSS_WEIGHTS = 2 } seam_direction;
+extern const char *const timeline_direction_name[3];  // "H2D", "D2H", "WTS": the report's and the JSON's
+
+typedef struct {
+    int token;           // index of the token in the run (prompt tokens first)
+    int layer;           // the crossing comes before this layer; n_layers = before the head
+    seam_direction dir;
+    uint64_t bytes;
+    double wait_us;      // the producer's queue draining (the GPU finishing earlier work); for
+                         // weights, the GPU stalled waiting for the copy
+    double copy_us;      // the copy itself (CUDA events around it)
+    double total_us;     // host wall time from the request to the data being usable; for weights,
+                         // 0: the copy overlaps the GPU's compute, whose time holds any stall
+} seam_crossing;
+
+typedef enum { SEG_GPU = 0, SEG_CPU = 1, SEG_HEAD = 2, SEG_COUNT } seam_segment;
+
+typedef struct {
+    int token;
+    int pos;
+    double segment_us[SEG_COUNT];  // compute time of each segment (GPU: CUDA events around its launch and ops)
+    double cpu_attention_us;       // of segment_us[SEG_CPU]: attention over the KV cache (the rest: the matrices,
+                                   // norms, rope)
+    double gpu_idle_us;            // the GPU waiting while the CPU works
+    double token_us;               // host wall time of the whole token
+    int prefill;                   // 1 for a prompt token
+} seam_token_time;
+
+typedef struct {
+    seam_crossing *crossings;
+    size_t n_crossings, cap_crossings;
+    seam_token_time *tokens;
+    size_t n_tokens, cap_tokens;
+} seam_timeline;
+
+void timeline_init(seam_timeline *t);
+void timeline_free(seam_timeline *t);
+// Room for n token records, written through at once (seam_alloc_resident):
+// a run of up to n tokens then holds no more memory than at its start, as
+// the plan counts it (engine_scratch_bytes). -1 when out of memory.
+int timeline_reserve_tokens(seam_timeline *t, size_t n);
+int timeline_add_crossing(seam_timeline *t, const seam_crossing *c);
+int timeline_add_token(seam_timeline *t, const seam_token_time *tt);
+
+// The report after a run: per crossing kind (direction and bytes) the count
+// and mean/p50/p99 of wait, copy and total; per segment the mean time and its
+// share of the decode token time; and whether the parts add up (within 3 %).
+void timeline_report(const seam_timeline *t, FILE *out);
+
+// Every record as JSON ({"crossings": [...], "tokens": [...]}).
+int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e);
+
+#endif

@@ -1,0 +1,535 @@
+// bench.c — `seam bench`: llama-bench's tests on seam's engine.
+//
+//   seam bench -m FILE[,FILE..] [-p 512] [-n 128] [-d 0] [-t N,..] [-ngl N,..] [-ctk f16,q8_0] [-ctv f16,q8_0]
+//              [--overflow cpu,mapped,stream] [-r 5] [-o md|json|csv]
+//
+// For every model and every combination of the swept values (comma lists,
+// or ranges first-last[+step]), one engine runs, at each depth D (llama-
+// bench's -d: D tokens already in the KV cache, filled by prefill in
+// ascending order of the depths, each fill continuing the last):
+//   ppP  a P-token prompt at positions D..: P / seconds
+//   tgN  N tokens decoded one at a time at positions D..: N / seconds, the
+//        bytes those tokens read -- weights, and the KV cache their
+//        attention reads (plan_kv_read_bytes) -- per second, against the
+//        read bandwidth the memory probe measures on the same threads
+// each test once to warm up and then -r times, over the same positions; the
+// table gives the mean and standard deviation of the repetitions' tokens per
+// second, and the memory the process holds after the test (RSS growth since
+// the model was opened) beside the plan's prediction (memstat.h). Token ids
+// are fixed pseudo-random ones (the speed does not depend on them). The
+// results go to stdout; progress to stderr.
+#include "cli/bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu/kernels.h"
+#include "cpu/membw.h"
+#include "engine/engine.h"
+#include "gpu/gpu_segment.h"
+#include "plan/memstat.h"
+#include "model/model.h"
+#include "plan/plan.h"
+
+enum { MAX_LIST = 64, MAX_MODELS = 16, MAX_REPS = 100 };
+
+typedef struct {
+    int v[MAX_LIST];
+    int n;
+} int_list;
+
+typedef enum { OUT_MD, OUT_JSON, OUT_CSV } out_format;
+
+typedef struct {
+    char *model_list;  // -m's text, split in place into models[]
+    const char *models[MAX_MODELS];
+    int n_models;
+    int_list prompt, gen, depth, threads, gpu_layers, overflow, cache_k, cache_v;
+    int reps;
+    out_format format;
+    bool no_graph;
+    seam_gpu_prefill gpu_prefill;  // --gpu-prefill: how prompts cross the GPU layers
+} bench_options;
+
+// One line of the report: a test of one model under one configuration.
+typedef struct {
+    const char *model;
+    uint64_t size, params;
+    const char *kernels;
+    int threads, gpu_layers;
+    seam_overflow overflow;
+    seam_kv_config cache;
+    seam_gpu_prefill gpu_prefill;
+    bool emulated;        // the GPU layers ran on the emulated device: CPU times, not GPU times
+    int n_prompt, n_gen;  // one of them is 0
+    int n_depth;          // positions already in the cache
+    double ts[MAX_REPS];  // tokens per second of each repetition
+    int reps;
+    double mean, sd;      // of ts
+    double weight_bytes;  // tg: weight bytes one token reads
+    double kv_bytes;      // tg: KV cache bytes one token's attention reads (the mean over its positions)
+    double gbs;           // tg: bytes read per second (mean), weights and KV
+    double read_limit;    // tg: the memory probe's read GB/s on these threads (0: not measured)
+    double segment_us[SEG_COUNT];  // tg: a decoded token's mean time in each segment (GPU, CPU layers, head)
+    double cpu_attention_us;       // tg: the share of segment_us[SEG_CPU] the layers' attention took
+    uint64_t mem, mem_pred;          // host bytes held after the test, and the plan's prediction
+    uint64_t gpu_mem, gpu_mem_pred;  // the same on the GPU (0 without one)
+} bench_row;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: seam bench -m FILE[,FILE...] [options]\n"
+            "\n"
+            "  -m, --model FILES        GGUF models, comma-separated (required)\n"
+            "  -p, --n-prompt LIST      prompt lengths to test, 0 = none [512]\n"
+            "  -n, --n-gen LIST         generation lengths to test, 0 = none [128]\n"
+            "  -d, --n-depth LIST       tokens already in the KV cache when a test starts [0]\n"
+            "  -t, --threads LIST       CPU threads [all cores]\n"
+            "  -ngl, --gpu-layers LIST  layers on the GPU [0]\n"
+            "      --overflow MODES     how the rest run: cpu, mapped, stream, comma-separated [cpu]\n"
+            "  -ctk, --cache-type-k TYPES  KV cache key types: f16, q8_0, comma-separated [f16]\n"
+            "  -ctv, --cache-type-v TYPES  KV cache value types: f16, q8_0, comma-separated [f16]\n"
+            "  -r, --repetitions N      measured runs of each test, after one warm-up [5]\n"
+            "  -o, --output FORMAT      md, json or csv [md]\n"
+            "      --no-graph           launch the GPU layers op by op [one CUDA graph]\n"
+            "      --gpu-prefill MODE   how a prompt's batches cross the GPU layers: gemm (dequantise to f16,\n"
+            "                           cuBLAS), tokens (one by one, as decode), or auto (gemm from %d tokens) [tokens]\n"
+            "  -h, --help               this help\n"
+            "\n"
+            "LIST: values separated by commas, or a range first-last or first-last+step\n"
+            "(e.g. -t 1,2  -p 128,512  -ngl 0-28+4). Every combination is run.\n",
+            GPU_GEMM_MIN_BATCH);
+}
+
+static int parse_list(const char *flag, const char *s, int lo, int hi, int_list *out) {
+    seam_error e;
+    if (seam_parse_int_list(flag, s, lo, hi, out->v, MAX_LIST, &out->n, &e))
+        return fprintf(stderr, "seam bench: %s\n", e.msg), -1;
+    return 0;
+}
+
+// "cpu,stream": indices into names (n of them), each name once or more.
+static int parse_names(const char *flag, const char *v, const char *const names[], int n, int_list *out) {
+    out->n = 0;
+    for (const char *m = v ? v : "";; m++) {  // m: a name, up to the next comma
+        const size_t len = strcspn(m, ",");
+        int k = -1;
+        for (int j = 0; j < n && k < 0; j++)
+            if (strlen(names[j]) == len && !strncmp(m, names[j], len)) k = j;
+        if (k < 0 || out->n == MAX_LIST) {
+            fprintf(stderr, "seam bench: %s wants some of", flag);
+            for (int j = 0; j < n; j++) fprintf(stderr, "%s %s", j ? "," : "", names[j]);
+            return fprintf(stderr, ", comma-separated (got '%s')\n", v ? v : ""), -1;
+        }
+        out->v[out->n++] = k;
+        m += len;
+        if (!*m) return 0;
+    }
+}
+
+static int parse_bench_options(int argc, char **argv, bench_options *o) {
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    *o = (bench_options){.reps = 5};
+    o->prompt = (int_list){{512}, 1};
+    o->gen = (int_list){{128}, 1};
+    o->depth = (int_list){{0}, 1};
+    o->cache_k = o->cache_v = (int_list){{KV_F16}, 1};
+    o->threads = (int_list){{cores > 0 ? (int)cores : 1}, 1};
+    o->gpu_layers = (int_list){{0}, 1};
+    o->overflow = (int_list){{OVERFLOW_CPU}, 1};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define IS(s) (!strcmp(a, s))
+        if (IS("-h") || IS("--help")) {
+            usage(stdout);
+            exit(0);
+        } else if (IS("-m") || IS("--model")) {
+            if (!v) return fprintf(stderr, "seam bench: %s wants files\n", a), -1;
+            free(o->model_list);
+            o->n_models = 0;
+            char *save = NULL;
+            if (!(o->model_list = strdup(v))) return fprintf(stderr, "seam bench: out of memory\n"), -1;
+            for (char *m = strtok_r(o->model_list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+                if (o->n_models == MAX_MODELS)
+                    return fprintf(stderr, "seam bench: at most %d models\n", MAX_MODELS), -1;
+                o->models[o->n_models++] = m;
+            }
+            i++;
+        } else if (IS("-p") || IS("--n-prompt")) {
+            if (parse_list(a, v, 0, 1 << 20, &o->prompt)) return -1;
+            i++;
+        } else if (IS("-n") || IS("--n-gen")) {
+            if (parse_list(a, v, 0, 1 << 20, &o->gen)) return -1;
+            i++;
+        } else if (IS("-d") || IS("--n-depth")) {
+            if (parse_list(a, v, 0, 1 << 24, &o->depth)) return -1;
+            i++;
+        } else if (IS("-t") || IS("--threads")) {
+            if (parse_list(a, v, 1, 256, &o->threads)) return -1;
+            i++;
+        } else if (IS("-ngl") || IS("--gpu-layers")) {
+            if (parse_list(a, v, 0, SEAM_MAX_LAYERS, &o->gpu_layers)) return -1;
+            i++;
+        } else if (IS("--overflow")) {
+            if (parse_names(a, v, plan_overflow_name, OVERFLOW_COUNT, &o->overflow)) return -1;
+            i++;
+        } else if (IS("-ctk") || IS("--cache-type-k") || IS("-ctv") || IS("--cache-type-v")) {
+            if (parse_names(a, v, plan_kv_type_name, KV_TYPE_COUNT, IS("-ctk") || IS("--cache-type-k") ? &o->cache_k
+                                                                                                      : &o->cache_v))
+                return -1;
+            i++;
+        } else if (IS("-r") || IS("--repetitions")) {
+            char *end;
+            const long r = v ? strtol(v, &end, 10) : 0;
+            if (!v || *end || r < 1 || r > MAX_REPS)
+                return fprintf(stderr, "seam bench: %s wants 1..%d (got '%s')\n", a, MAX_REPS, v ? v : ""), -1;
+            o->reps = (int)r, i++;
+        } else if (IS("-o") || IS("--output")) {
+            if (v && !strcmp(v, "md")) o->format = OUT_MD;
+            else if (v && !strcmp(v, "json")) o->format = OUT_JSON;
+            else if (v && !strcmp(v, "csv")) o->format = OUT_CSV;
+            else return fprintf(stderr, "seam bench: %s wants md, json or csv (got '%s')\n", a, v ? v : ""), -1;
+            i++;
+        } else if (IS("--no-graph")) {
+            o->no_graph = true;
+        } else if (IS("--gpu-prefill")) {
+            const int k = v ? gpu_prefill_find(v) : -1;
+            if (k < 0) return fprintf(stderr, "seam bench: %s wants auto, gemm or tokens (got '%s')\n", a, v ? v : ""), -1;
+            o->gpu_prefill = (seam_gpu_prefill)k, i++;
+        } else {
+            return fprintf(stderr, "seam bench: unknown option '%s' (see seam bench --help)\n", a), -1;
+        }
+#undef IS
+    }
+    if (!o->n_models) return fprintf(stderr, "seam bench: -m FILE is required\n"), -1;
+    return 0;
+}
+
+static int list_max(const int_list *l) {
+    int m = 0;
+    for (int i = 0; i < l->n; i++) m = l->v[i] > m ? l->v[i] : m;
+    return m;
+}
+
+// n token ids, the same every run: a xorshift from the test's own seed.
+static void test_tokens(int *ids, int n, int n_vocab, uint64_t seed) {
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (int i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        ids[i] = (int)(x % (uint64_t)n_vocab);
+    }
+}
+
+// Seconds for one run of the test at its depth: the prompt's prefill, or
+// n_gen decodes.
+static int run_once(seam_engine *eng, const bench_row *row, const int *ids, double *seconds, seam_error *e) {
+    float *logits;
+    const double t0 = seam_now();
+    if (row->n_prompt) {
+        if (engine_prefill(eng, ids, row->n_prompt, row->n_depth, &logits, e)) return -1;
+    } else {
+        for (int i = 0; i < row->n_gen; i++)
+            if (engine_forward(eng, ids[i], row->n_depth + i, &logits, e)) return -1;
+    }
+    *seconds = seam_now() - t0;
+    return 0;
+}
+
+// The mean time of each segment, and of the CPU layers' attention, over
+// the timeline's tokens from `from` on.
+static void segment_means(const seam_timeline *t, size_t from, bench_row *row) {
+    const double n = (double)(t->n_tokens - from);
+    for (size_t i = from; i < t->n_tokens; i++) {
+        for (int k = 0; k < SEG_COUNT; k++) row->segment_us[k] += t->tokens[i].segment_us[k] / n;
+        row->cpu_attention_us += t->tokens[i].cpu_attention_us / n;
+    }
+}
+
+static void finish_row(bench_row *row) {
+    double sum = 0, sq = 0;
+    for (int r = 0; r < row->reps; r++) sum += row->ts[r];
+    row->mean = sum / row->reps;
+    for (int r = 0; r < row->reps; r++) sq += (row->ts[r] - row->mean) * (row->ts[r] - row->mean);
+    row->sd = row->reps > 1 ? sqrt(sq / (row->reps - 1)) : 0.0;
+    row->gbs = row->n_gen ? row->mean * (row->weight_bytes + row->kv_bytes) / 1e9 : 0.0;
+}
+
+// "pp512", "tg128", and llama-bench's " @ d4096" past depth 0.
+static void test_name(const bench_row *r, char *buf, size_t len) {
+    const int n = snprintf(buf, len, r->n_prompt ? "pp%d" : "tg%d", r->n_prompt ? r->n_prompt : r->n_gen);
+    if (r->n_depth && n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, " @ d%d", r->n_depth);
+}
+
+static void print_md(const bench_row *rows, int n) {
+    printf("| model | size | params | backend | threads | ngl | type_k | type_v | test | t/s | weights MiB/t | KV MiB/t "
+           "| GB/s | %% of read bw | memory MiB | predicted | error |\n");
+    printf("| --- | ---: | ---: | --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+           "| ---: |\n");
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        char test[48], w[32] = "", kv[32] = "", gbs[32] = "", pct[32] = "";
+        test_name(r, test, sizeof test);
+        if (r->n_gen) {
+            snprintf(w, sizeof w, "%.1f", r->weight_bytes / 1048576.0);
+            snprintf(kv, sizeof kv, "%.1f", r->kv_bytes / 1048576.0);
+            snprintf(gbs, sizeof gbs, "%.2f", r->gbs);
+        }
+        if (r->n_gen && r->read_limit > 0) snprintf(pct, sizeof pct, "%.0f%%", 100 * r->gbs / r->read_limit);
+        char backend[64];
+        const char *cuda = r->emulated ? "CUDA-emu" : "CUDA";
+        if (r->overflow != OVERFLOW_CPU)
+            snprintf(backend, sizeof backend, "%s, rest %s", cuda, plan_overflow_name[r->overflow]);
+        else if (r->gpu_layers) snprintf(backend, sizeof backend, "%s + CPU %s", cuda, r->kernels);
+        else snprintf(backend, sizeof backend, "CPU %s", r->kernels);
+        if (r->n_prompt && (r->gpu_layers || r->overflow != OVERFLOW_CPU)) {  // the prefill path through the GPU layers
+            const size_t used = strlen(backend);
+            snprintf(backend + used, sizeof backend - used, ", prefill %s", gpu_prefill_name[r->gpu_prefill]);
+        }
+        printf("| %s | %.2f MiB | %.2f B | %s | %d | %d | %s | %s | %s | %.2f ± %.2f | %s | %s | %s | %s | %.1f | %.1f "
+               "| %+.1f%% |\n",
+               r->model, r->size / 1048576.0, r->params / 1e9, backend, r->threads, r->gpu_layers,
+               plan_kv_type_name[r->cache.k], plan_kv_type_name[r->cache.v], test, r->mean, r->sd, w, kv, gbs, pct,
+               r->mem / 1048576.0, r->mem_pred / 1048576.0, memstat_error(r->mem, r->mem_pred));
+    }
+    for (int i = 0; i < n; i++)
+        if (rows[i].emulated) {
+            printf("\nCUDA-emu: the GPU layers ran on the emulated device (emu/), on this CPU: their times are CPU "
+                   "times, not GPU times.\n");
+            break;
+        }
+}
+
+static void print_json(const bench_row *rows, int n) {
+    printf("[\n");
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        char test[48];
+        test_name(r, test, sizeof test);
+        printf("  {\"model\": \"");
+        for (const char *c = r->model; *c; c++) printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+        printf("\", \"model_size\": %llu, \"model_params\": %llu, \"kernels\": \"%s\", \"n_threads\": %d, "
+               "\"n_gpu_layers\": %d, \"overflow\": \"%s\", \"type_k\": \"%s\", \"type_v\": \"%s\", \"test\": \"%s\", "
+               "\"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, \"avg_ts\": %.4f, \"stddev_ts\": %.4f, "
+               "\"samples_ts\": [",
+               (unsigned long long)r->size, (unsigned long long)r->params, r->kernels, r->threads, r->gpu_layers,
+               plan_overflow_name[r->overflow], plan_kv_type_name[r->cache.k], plan_kv_type_name[r->cache.v], test,
+               r->n_prompt, r->n_gen, r->n_depth, r->mean, r->sd);
+        for (int k = 0; k < r->reps; k++) printf(k ? ", %.4f" : "%.4f", r->ts[k]);
+        printf("], \"weight_bytes\": %.0f, \"kv_bytes\": %.0f, \"gbps\": %.4f, \"read_gbps\": %.4f, "
+               "\"host_bytes\": %llu, \"host_predicted\": %llu, \"gpu_bytes\": %llu, \"gpu_predicted\": %llu, "
+               "\"gpu_prefill\": \"%s\", \"gpu_emulated\": %s, "
+               "\"segments_us\": {\"gpu\": %.3f, \"cpu\": %.3f, \"cpu_attention\": %.3f, \"head\": %.3f}}%s\n",
+               r->weight_bytes, r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem,
+               (unsigned long long)r->mem_pred, (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred,
+               gpu_prefill_name[r->gpu_prefill], r->emulated ? "true" : "false", r->segment_us[SEG_GPU],
+               r->segment_us[SEG_CPU], r->cpu_attention_us,
+               r->segment_us[SEG_HEAD], i + 1 < n ? "," : "");
+    }
+    printf("]\n");
+}
+
+static void print_csv(const bench_row *rows, int n) {
+    printf("model,model_size,model_params,kernels,n_threads,n_gpu_layers,overflow,type_k,type_v,test,n_prompt,n_gen,"
+           "n_depth,avg_ts,stddev_ts,weight_bytes,kv_bytes,gbps,read_gbps,host_bytes,host_predicted,gpu_bytes,"
+           "gpu_predicted,gpu_prefill,gpu_emulated\n");
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        char test[48];
+        test_name(r, test, sizeof test);
+        printf("\"%s\",%llu,%llu,%s,%d,%d,%s,%s,%s,\"%s\",%d,%d,%d,%.4f,%.4f,%.0f,%.0f,%.4f,%.4f,%llu,%llu,%llu,%llu,%s,"
+               "%d\n",
+               r->model, (unsigned long long)r->size, (unsigned long long)r->params, r->kernels, r->threads,
+               r->gpu_layers, plan_overflow_name[r->overflow], plan_kv_type_name[r->cache.k],
+               plan_kv_type_name[r->cache.v], test, r->n_prompt, r->n_gen, r->n_depth, r->mean, r->sd, r->weight_bytes,
+               r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem, (unsigned long long)r->mem_pred,
+               (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred, gpu_prefill_name[r->gpu_prefill],
+               r->emulated);
+    }
+}
+
+// The read bandwidth on t threads (0 when it cannot be measured), once per
+// thread count: 256 MiB (8 times the largest last-level caches seam meets), the median of 3.
+static double read_limit_for(int threads, double cache[257]) {
+    if (cache[threads] != 0) return cache[threads] > 0 ? cache[threads] : 0;
+    seam_error e = {{0}};
+    seam_pool *pool = threads > 1 ? pool_create(threads, &e) : NULL;
+    membw_result r;
+    cache[threads] = -1;
+    if ((threads == 1 || pool) && membw_measure(pool, 256u << 20, 3, &r, &e) == 0) cache[threads] = membw_read_limit(&r);
+    else fprintf(stderr, "seam bench: no bandwidth figure for %d threads: %s\n", threads, e.msg);
+    pool_destroy(pool);
+    return cache[threads] > 0 ? cache[threads] : 0;
+}
+
+// One combination of the swept values.
+typedef struct {
+    int threads, ngl;
+    seam_overflow overflow;
+    seam_kv_config cache;
+} bench_config;
+
+static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+
+// Every test of one model under one configuration, appended to rows; base:
+// the process's memory before the model's tensors came in.
+static int bench_one(const bench_options *o, const char *path, const seam_model *m, const bench_config *cf,
+                     const seam_memstat *base, bench_row *rows, int *n_rows, int max_rows, double bw_cache[257]) {
+    seam_error e = {{0}};
+    seam_plan plan;
+    const int widest = list_max(&o->prompt) > list_max(&o->gen) ? list_max(&o->prompt) : list_max(&o->gen);
+    int depths[MAX_LIST];  // ascending: each fill continues the last
+    memcpy(depths, o->depth.v, sizeof(int) * (size_t)o->depth.n);
+    qsort(depths, (size_t)o->depth.n, sizeof *depths, cmp_int);
+    const int n_ctx = depths[o->depth.n - 1] + (widest > 0 ? widest : 1);
+    const seam_plan_request req = {.gpu_layers = cf->ngl, .head = -1, .overflow = cf->overflow, .n_ctx = n_ctx,
+                                   .cache = cf->cache, .gpu_budget = gpu_free_bytes(),
+                                   .gpu_prefill = o->gpu_prefill};
+    char what[160];
+    snprintf(what, sizeof what, "%s t=%d ngl=%d ctk=%s ctv=%s", path, cf->threads, cf->ngl,
+             plan_kv_type_name[cf->cache.k], plan_kv_type_name[cf->cache.v]);
+    if (plan_make(&plan, m, &req, &e)) return fprintf(stderr, "seam bench: %s: %s\n", what, e.msg), -1;
+    const bool gpu = plan_gpu_computed_layers(&plan) > 0 || plan.head == DEV_GPU;
+    bool emulated;
+    gpu_device_name(&emulated);
+    const seam_mem_prediction pred = memstat_predict(&plan, m, cf->threads);
+    seam_engine eng;
+    int *ids = malloc(sizeof(int) * (size_t)n_ctx);
+    if (!ids || engine_init_kv(&eng, m, n_ctx, cf->cache, &e) || engine_set_threads(&eng, cf->threads, &e) ||
+        engine_place(&eng, &plan, !o->no_graph, &e)) {
+        fprintf(stderr, "seam bench: %s: %s\n", what, ids ? e.msg : "out of memory");
+        if (ids) engine_free(&eng);
+        free(ids);
+        return -1;
+    }
+    uint64_t params = 0;
+    for (uint64_t i = 0; i < m->file.n_tensors; i++) params += m->file.tensors[i].n_elems;
+    const bool progress = isatty(STDERR_FILENO);  // a line rewritten per run on a terminal only
+    int rc = 0, filled = 0;
+    for (int di = 0; di < o->depth.n && rc == 0; di++) {
+        const int depth = depths[di];
+        if (depth > filled) {  // the cache up to this depth: the positions past the last fill
+            fprintf(stderr, "seam bench: %s: filling the KV cache to %d positions\n", what, depth);
+            test_tokens(ids, depth - filled, m->cfg.n_vocab, (uint64_t)depth * 3 + 1);
+            float *logits;
+            const double t0 = seam_now();
+            if (engine_prefill(&eng, ids, depth - filled, filled, &logits, &e)) {
+                fprintf(stderr, "seam bench: %s: %s\n", what, e.msg);
+                rc = -1;
+                break;
+            }
+            const double took = seam_now() - t0;
+            fprintf(stderr, "seam bench: %s: filled %d positions in %.1f s (%.1f tok/s)\n", what, depth - filled, took,
+                    (depth - filled) / took);
+            filled = depth;
+        }
+        for (int kind = 0; kind < 2 && rc == 0; kind++) {
+            const int_list *sizes = kind == 0 ? &o->prompt : &o->gen;
+            for (int s = 0; s < sizes->n && rc == 0; s++) {
+                if (sizes->v[s] == 0) continue;
+                if (*n_rows == max_rows) {
+                    fprintf(stderr, "seam bench: too many tests\n");
+                    rc = -1;
+                    break;
+                }
+                bench_row *row = &rows[(*n_rows)++];
+                *row = (bench_row){.model = path, .size = m->file.size, .params = params,
+                                   .kernels = cpu_kernels_get()->name, .threads = cf->threads, .gpu_layers = cf->ngl,
+                                   .overflow = cf->overflow, .cache = cf->cache, .gpu_prefill = o->gpu_prefill,
+                                   .emulated = gpu && emulated, .n_prompt = kind == 0 ? sizes->v[s] : 0,
+                                   .n_gen = kind == 1 ? sizes->v[s] : 0, .n_depth = depth};
+                test_tokens(ids, sizes->v[s], m->cfg.n_vocab, (uint64_t)sizes->v[s] * 2 + (uint64_t)kind);
+                char test[48];
+                test_name(row, test, sizeof test);
+                size_t timed_from = eng.timeline.n_tokens;
+                for (int r = -1; r < o->reps && rc == 0; r++) {  // r = -1: the warm-up
+                    double sec;
+                    if (r == 0) timed_from = eng.timeline.n_tokens;
+                    if (run_once(&eng, row, ids, &sec, &e)) {
+                        fprintf(stderr, "seam bench: %s: %s\n", what, e.msg);
+                        rc = -1;
+                        break;
+                    }
+                    if (r >= 0) row->ts[row->reps++] = (row->n_prompt + row->n_gen) / sec;
+                    if (progress)
+                        fprintf(stderr, "\rseam bench: %s %s: %s %d/%d  ", what, test, r < 0 ? "warm-up" : "run", r + 1,
+                                o->reps);
+                }
+                if (rc) break;
+                if (row->n_gen) {
+                    row->weight_bytes = (double)model_bytes_per_token(m);
+                    for (int i = 0; i < row->n_gen; i++)
+                        row->kv_bytes += (double)plan_kv_read_bytes(&m->cfg, cf->cache, 0, m->cfg.n_layers, depth + i);
+                    row->kv_bytes /= row->n_gen;
+                    segment_means(&eng.timeline, timed_from, row);
+                    row->read_limit = gpu ? 0 : read_limit_for(cf->threads, bw_cache);
+                }
+                finish_row(row);
+                seam_memstat now;
+                memstat_read(&now, &m->file);
+                row->mem = memstat_host(base, &now);
+                row->mem_pred = pred.host;
+                row->gpu_mem = base->gpu_free > now.gpu_free ? base->gpu_free - now.gpu_free : 0;
+                row->gpu_mem_pred = pred.gpu;
+                fprintf(stderr, "%sseam bench: %s %s: %.2f ± %.2f tok/s; memory %.1f MiB, predicted %.1f (%+.1f%%)\n",
+                        progress ? "\r" : "", what, test, row->mean, row->sd, row->mem / 1048576.0,
+                        row->mem_pred / 1048576.0, memstat_error(row->mem, row->mem_pred));
+            }
+        }
+    }
+    free(ids);
+    engine_free(&eng);
+    return rc;
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench_options o;
+    if (parse_bench_options(argc, argv, &o)) return free(o.model_list), 2;
+    const int max_rows = o.n_models * o.threads.n * o.gpu_layers.n * o.overflow.n * o.cache_k.n * o.cache_v.n *
+                         o.depth.n * (o.prompt.n + o.gen.n);
+    bench_row *rows = calloc((size_t)max_rows, sizeof *rows);
+    if (!rows) return free(o.model_list), fprintf(stderr, "seam bench: out of memory for %d results\n", max_rows), 1;
+    double bw_cache[257] = {0};
+    int n_rows = 0, rc = 0;
+    // a configuration that fails is reported and skipped, so that a sweep
+    // still gives every row it can; the exit status says something failed
+    for (int mi = 0; mi < o.n_models; mi++) {
+        seam_model m;
+        seam_error e = {{0}};
+        if (model_load(&m, o.models[mi], &e)) {
+            fprintf(stderr, "seam bench: %s\n", e.msg);
+            rc = 1;
+            continue;
+        }
+        seam_memstat base;
+        memstat_read(&base, NULL);
+        gguf_prefetch(&m.file);
+        for (int ti = 0; ti < o.threads.n; ti++)
+            for (int gi = 0; gi < o.gpu_layers.n; gi++)
+                for (int fi = 0; fi < o.overflow.n; fi++)
+                    for (int ki = 0; ki < o.cache_k.n; ki++)
+                        for (int vi = 0; vi < o.cache_v.n; vi++) {
+                            const bench_config cf = {
+                                .threads = o.threads.v[ti], .ngl = o.gpu_layers.v[gi],
+                                .overflow = (seam_overflow)o.overflow.v[fi],
+                                .cache = {.k = (seam_kv_type)o.cache_k.v[ki], .v = (seam_kv_type)o.cache_v.v[vi]},
+                            };
+                            const int before = n_rows;
+                            if (bench_one(&o, o.models[mi], &m, &cf, &base, rows, &n_rows, max_rows, bw_cache)) {
+                                rc = 1;
+                                n_rows = before;  // no half-measured rows
+                            }
+                        }
+        model_free(&m);
+    }
+    if (o.format == OUT_MD) print_md(rows, n_rows);
+    else if (o.format == OUT_JSON) print_json(rows, n_rows);
+    else print_csv(rows, n_rows);
+    free(rows);
+    free(o.model_list);
+    return rc;
+}

@@ -1,0 +1,605 @@
+// main.c — the `seam` command line.
+//
+//   seam run -m FILE [-p TEXT | --tokens IDS] [-n N] ...   generate
+//   seam inspect FILE                                      metadata, tensors, bytes per token
+//
+// Stdout carries only the generated output; reports and progress go to stderr.
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "format/gguf.h"
+#include "model/model.h"
+#include "plan/plan.h"
+#include "numeric/quant.h"
+#include "text/sampler.h"
+#include "text/tokenizer.h"
+
+#include "cli/bench.h"
+#include "gpu/gpu_segment.h"
+#include "plan/hw.h"
+#include "plan/memstat.h"
+#include "plan/predict.h"
+#include "model/shape.h"
+
+#include "cli/options.h"
+
+// "1,2,3" -> ids; every id checked against the vocabulary.
+static int parse_token_list(const char *s, int n_vocab, int **ids, int *n) {
+    int cap = 16, count = 0;
+    int *out = malloc((size_t)cap * sizeof *out);
+    const char *p = s;
+    while (out && *p) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (end == p || errno || x < 0 || x >= n_vocab) {
+            fprintf(stderr, "seam: --tokens: '%s' is not a token id in 0..%d\n", p, n_vocab - 1);
+            free(out);
+            return -1;
+        }
+        if (count == cap) {
+            int *grown = realloc(out, (size_t)(cap *= 2) * sizeof *out);
+            if (!grown) {  // not a shorter prompt than asked for
+                fprintf(stderr, "seam: --tokens: out of memory for %d ids\n", cap);
+                free(out);
+                return -1;
+            }
+            out = grown;
+        }
+        out[count++] = (int)x;
+        p = end;
+        if (*p == ',' && p[1]) p++;
+        else if (*p) {
+            fprintf(stderr, "seam: --tokens wants comma-separated ids (at '%s')\n", p);
+            free(out);
+            return -1;
+        }
+    }
+    if (!out || count == 0) {
+        fprintf(stderr, "seam: --tokens is empty\n");
+        free(out);
+        return -1;
+    }
+    *ids = out;
+    *n = count;
+    return 0;
+}
+
+// The plan for this machine: the GPU's free memory is the budget, or
+// --gpu-mem, which also plans for a GPU this machine does not have (`seam
+// plan`; running needs the real one). Prints it; -1 with a message when the
+// request cannot be met.
+// What the options ask of the plan, but for the GPU's budget; -c's default
+// is 512, or the model's trained context when that is less.
+static seam_plan_request plan_request(const options *o, const seam_model *m) {
+    const int n_ctx_default = m->cfg.n_ctx_train < 512 ? m->cfg.n_ctx_train : 512;
+    return (seam_plan_request){.gpu_layers = o->gpu_layers, .n_cpu_moe = o->n_cpu_moe, .cpu_moe = o->cpu_moe,
+                               .head = o->head, .overflow = o->overflow,
+                               .n_ctx = o->n_ctx ? o->n_ctx : n_ctx_default, .cache = o->cache,
+                               .gpu_prefill = o->gpu_prefill};
+}
+
+static int make_plan(const options *o, const seam_model *m, bool will_run, seam_plan *p) {
+    seam_error err = {{0}};
+    seam_plan_request req = plan_request(o, m);
+    req.gpu_budget = gpu_free_bytes();
+    const bool have_gpu = req.gpu_budget > 0;
+    if (o->gpu_mem) {
+        if (will_run && !have_gpu)
+            return fprintf(stderr, "seam: --gpu-mem plans for a GPU, but running on one needs a CUDA device\n"), -1;
+        req.gpu_budget = o->gpu_mem;
+    }
+    if (!have_gpu && o->gpu_layers == -1 && !o->gpu_mem)
+        fprintf(stderr, "seam: no CUDA device: --gpu-layers auto runs every layer on the CPU\n");
+    if (plan_make(p, m, &req, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
+    plan_print(p, stderr);
+    bool emulated;
+    const char *gpu = gpu_device_name(&emulated);
+    if (gpu && (plan_gpu_computed_layers(p) > 0 || p->head == DEV_GPU))
+        fprintf(stderr, "  GPU: %s%s\n", gpu,
+                emulated ? ": an emulated device, its times are CPU times, not GPU times" : "");
+    return 0;
+}
+
+// What the report adds about the GPU: that an emulated device's times are
+// the CPU's, and a CUDA graph that could not be captured.
+static void gpu_notes(const seam_engine *eng) {
+    if (!eng->gpu) return;
+    bool emulated;
+    const char *gpu = gpu_device_name(&emulated);
+    if (emulated)
+        fprintf(stderr, "seam: the GPU above is %s: its times are CPU times, not GPU times\n", gpu);
+    const char *why = gpu_segment_graph_failure(eng->gpu);
+    if (why) fprintf(stderr, "seam: the CUDA graph could not be captured, so the GPU layers ran op by op: %s\n", why);
+}
+
+// ---------------------------------------------------------------- run
+
+// What run and logits share: a loaded model, the prompt's tokens and an
+// engine whose context holds them and n_extra more.
+typedef struct {
+    seam_model model;
+    seam_tokenizer *tok;  // NULL when the file's vocabulary cannot be read
+    seam_engine eng;
+    int *prompt;
+    int n_prompt;
+    seam_memstat base;         // before the tensors and the engine's buffers came in
+    seam_mem_prediction pred;  // what the plan says they take
+} session;
+
+static void session_close(session *s) {
+    engine_free(&s->eng);
+    free(s->prompt);
+    tokenizer_free(s->tok);
+    model_free(&s->model);
+}
+
+// The prompt from -p (tokenised as llama.cpp's tools do: BOS where the file
+// asks for it, control-token text recognised) or from --tokens.
+static int session_prompt(session *s, const options *o) {
+    if (o->tokens && o->prompt) return fprintf(stderr, "seam: give -p or --tokens, not both\n"), -1;
+    if (o->tokens) return parse_token_list(o->tokens, s->model.cfg.n_vocab, &s->prompt, &s->n_prompt);
+    if (!s->tok) return fprintf(stderr, "seam: this file's vocabulary could not be read; use --tokens\n"), -1;
+    seam_error err = {{0}};
+    int32_t *ids;
+    int n;
+    if (tokenizer_encode(s->tok, o->prompt, strlen(o->prompt), true, true, &ids, &n, &err))
+        return fprintf(stderr, "seam: %s\n", err.msg), -1;
+    if (n == 0) {
+        free(ids);
+        return fprintf(stderr, "seam: the prompt is empty\n"), -1;
+    }
+    s->prompt = malloc((size_t)n * sizeof *s->prompt);
+    for (int i = 0; s->prompt && i < n; i++) s->prompt[i] = ids[i];
+    free(ids);
+    s->n_prompt = n;
+    if (!s->prompt) return fprintf(stderr, "seam: out of memory for %d prompt tokens\n", n), -1;
+    return 0;
+}
+
+// What the session holds now beside what its plan predicts (stderr).
+static void session_memory(const session *s, const char *when) {
+    seam_memstat now;
+    memstat_read(&now, &s->model.file);
+    memstat_report(stderr, when, &s->base, &now, &s->pred);
+}
+
+static int session_open(session *s, const options *o, int n_extra) {
+    memset(s, 0, sizeof *s);
+    if (!o->model_path) return fprintf(stderr, "seam: -m FILE is required\n"), -1;
+    if (!o->tokens && !o->prompt) return fprintf(stderr, "seam: give a prompt with -p TEXT or --tokens IDS\n"), -1;
+    seam_error err = {{0}};
+    double t0 = seam_now();
+    if (model_load(&s->model, o->model_path, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
+    const seam_config *c = &s->model.cfg;
+    fprintf(stderr, "seam: loaded %s (%s, %d layers, n_embd %d, vocab %d) in %.2f s\n", o->model_path,
+            c->arch_name, c->n_layers, c->n_embd, c->n_vocab, seam_now() - t0);
+    if (tokenizer_load(&s->tok, &s->model.file, &err)) {
+        fprintf(stderr, "seam: no text: %s\n", err.msg);
+        s->tok = NULL;
+    }
+    memstat_read(&s->base, NULL);
+    gguf_prefetch(&s->model.file);
+    seam_plan plan;
+    if (make_plan(o, &s->model, true, &plan) || session_prompt(s, o)) {
+        session_close(s);
+        return -1;
+    }
+    if (s->n_prompt + n_extra > plan.n_ctx) {
+        fprintf(stderr, "seam: prompt (%d) + generated (%d) tokens exceed the context of %d; raise -c\n",
+                s->n_prompt, n_extra, plan.n_ctx);
+        session_close(s);
+        return -1;
+    }
+    if (engine_init_kv(&s->eng, &s->model, plan.n_ctx, plan.cache, &err) || engine_set_threads(&s->eng, o->n_threads, &err) ||
+        engine_place(&s->eng, &plan, !o->no_graph, &err)) {
+        fprintf(stderr, "seam: %s\n", err.msg);
+        session_close(s);
+        return -1;
+    }
+    s->pred = memstat_predict(&plan, &s->model, o->n_threads);
+    session_memory(s, "loading");
+    return 0;
+}
+
+// Samples up to n_max tokens after `logits`, feeding each back at pos,
+// pos+1, ...; prints text (or ids) as it goes and stops after an
+// end-of-generation token, which is fed too so that the cache holds the whole
+// turn. Ends the output's line. Returns the number of tokens sampled, or -1
+// on error.
+static int generate(session *s, seam_sampler *sampler, float *logits, int *pos, int n_max, bool print_ids,
+                    seam_error *err) {
+    const bool text = s->tok && !print_ids;
+    int n = 0;
+    while (n < n_max) {
+        const int next = sampler_sample(sampler, logits);
+        n++;
+        const bool end = s->tok && tokenizer_is_eog(s->tok, next);
+        if (text && !end) {
+            char piece[256];
+            const int len = tokenizer_piece(s->tok, next, piece, sizeof piece, false);
+            fwrite(piece, 1, len > 0 ? (size_t)len : 0, stdout);
+        } else if (!text) {
+            printf(n > 1 ? " %d" : "%d", next);
+        }
+        fflush(stdout);
+        if ((n < n_max || end) && *pos < s->eng.n_ctx) {
+            if (engine_forward(&s->eng, next, (*pos)++, &logits, err)) return -1;
+        }
+        if (end) break;
+    }
+    // flushed: when stdout is a pipe, the newline would otherwise wait in its
+    // buffer while the report goes to stderr, glued to the last word
+    putchar('\n');
+    fflush(stdout);
+    return n;
+}
+
+static int cmd_run(const options *o) {
+    session ss;
+    if (session_open(&ss, o, o->n_predict)) return 1;
+    seam_error err = {{0}};
+    seam_sampler sampler = {0};
+    int rc = 1;
+    if (sampler_init(&sampler, ss.model.cfg.n_vocab, o->temperature, o->top_k, o->top_p, o->seed)) {
+        fprintf(stderr, "seam: out of memory for the sampler\n");
+        goto done;
+    }
+
+    // prefill: the prompt, one token at a time
+    float *logits = NULL;
+    double t_prefill = seam_now();
+    if (engine_prefill(&ss.eng, ss.prompt, ss.n_prompt, 0, &logits, &err)) goto fail;
+    t_prefill = seam_now() - t_prefill;
+
+    double t_decode = seam_now();
+    int pos = ss.n_prompt;
+    const int n_generated = generate(&ss, &sampler, logits, &pos, o->n_predict, o->print_ids, &err);
+    if (n_generated < 0) goto fail;
+    t_decode = seam_now() - t_decode;
+    const double gb = (double)model_bytes_per_token(&ss.model) / 1e9;
+    const int n_decoded = pos - ss.n_prompt;
+    fprintf(stderr, "seam: prefill %d tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s (%.1f tok/s, %.1f GB/s of weights)\n",
+            ss.n_prompt, t_prefill, ss.n_prompt / t_prefill, n_generated, t_decode, n_decoded / t_decode,
+            gb * n_decoded / t_decode);
+    char filled[64];
+    snprintf(filled, sizeof filled, "filling %d of %d positions", pos, ss.eng.n_ctx);
+    session_memory(&ss, filled);
+    timeline_report(&ss.eng.timeline, stderr);
+    gpu_notes(&ss.eng);
+    if (o->timeline_path && timeline_write_json(&ss.eng.timeline, o->timeline_path, &err)) goto fail;
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "seam: %s\n", err.msg);
+done:
+    sampler_free(&sampler);
+    session_close(&ss);
+    return rc;
+}
+
+// ---------------------------------------------------------------- chat
+
+// A chat turn as the model was trained to see it. Gemma: <start_of_turn>
+// user / model ... <end_of_turn>; Qwen: ChatML <|im_start|> ... <|im_end|>.
+typedef struct {
+    const char *user_prefix;   // before the user's text
+    const char *user_suffix;   // after it: closes the turn and opens the model's
+    const char *turn_end;      // what closes the model's turn, after its end token
+} chat_template;
+
+static const chat_template GEMMA_CHAT = {"<start_of_turn>user\n", "<end_of_turn>\n<start_of_turn>model\n", "\n"};
+static const chat_template CHATML = {"<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n", "\n"};
+
+// Reads user turns from stdin, one line each, until end of input. The KV
+// cache carries the whole conversation: each turn prefills only its own
+// tokens, which the report after each turn shows.
+static int cmd_chat(const options *o) {
+    session ss;
+    memset(&ss, 0, sizeof ss);
+    seam_error err = {{0}};
+    if (!o->model_path) return fprintf(stderr, "seam chat: -m FILE is required\n"), 2;
+    if (model_load(&ss.model, o->model_path, &err)) return fprintf(stderr, "seam: %s\n", err.msg), 1;
+    const chat_template *tpl = ss.model.cfg.arch == ARCH_GEMMA3 ? &GEMMA_CHAT : &CHATML;
+    seam_sampler sampler = {0};
+    int rc = 1;
+    seam_plan plan;
+    if (tokenizer_load(&ss.tok, &ss.model.file, &err) || make_plan(o, &ss.model, true, &plan) ||
+        engine_init_kv(&ss.eng, &ss.model, plan.n_ctx, plan.cache, &err) || engine_set_threads(&ss.eng, o->n_threads, &err) ||
+        engine_place(&ss.eng, &plan, !o->no_graph, &err) ||
+        sampler_init(&sampler, ss.model.cfg.n_vocab, o->temperature, o->top_k, o->top_p, o->seed)) {
+        if (err.msg[0]) fprintf(stderr, "seam: %s\n", err.msg);  // make_plan has spoken for itself
+        goto done;
+    }
+    fprintf(stderr, "seam: chat with %s; one line per turn, end with Ctrl-D\n", o->model_path);
+    int pos = 0;
+    float *logits = NULL;
+    char line[8192];
+    for (int turn = 1;; turn++) {
+        fprintf(stderr, "> ");
+        if (!fgets(line, sizeof line, stdin)) break;
+        line[strcspn(line, "\n")] = 0;
+        // BOS (where the file wants one) opens the conversation only
+        char turn_text[sizeof line + 128];
+        snprintf(turn_text, sizeof turn_text, "%s%s%s", tpl->user_prefix, line, tpl->user_suffix);
+        int32_t *ids = NULL;
+        int n_ids = 0;
+        if (tokenizer_encode(ss.tok, turn_text, strlen(turn_text), turn == 1, true, &ids, &n_ids, &err)) goto fail;
+        if (pos + n_ids + o->n_predict > ss.eng.n_ctx) {
+            free(ids);
+            fprintf(stderr, "seam: the conversation would pass the context of %d tokens; raise -c\n", ss.eng.n_ctx);
+            break;
+        }
+        const double t0 = seam_now();
+        const int prefilled = engine_prefill(&ss.eng, ids, n_ids, pos, &logits, &err);
+        free(ids);
+        if (prefilled) goto fail;
+        pos += n_ids;
+        const double t_prefill = seam_now() - t0;
+        const int pos_before = pos;
+        const double t1 = seam_now();
+        if (generate(&ss, &sampler, logits, &pos, o->n_predict, false, &err) < 0) goto fail;
+        fprintf(stderr, "seam: turn %d: prefilled %d new tokens in %.2f s (cache held %d before), generated %d in %.2f s\n",
+                turn, n_ids, t_prefill, pos_before - n_ids, pos - pos_before, seam_now() - t1);
+        // close the model's turn in the cache, so the next turn follows it
+        if (tokenizer_encode(ss.tok, tpl->turn_end, strlen(tpl->turn_end), false, true, &ids, &n_ids, &err)) goto fail;
+        if (pos + n_ids > ss.eng.n_ctx) n_ids = ss.eng.n_ctx - pos;  // the next turn will say the context is full
+        const int closed = n_ids > 0 ? engine_prefill(&ss.eng, ids, n_ids, pos, &logits, &err) : 0;
+        free(ids);
+        if (closed) goto fail;
+        pos += n_ids;
+    }
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "seam: %s\n", err.msg);
+done:
+    sampler_free(&sampler);
+    session_close(&ss);
+    return rc;
+}
+
+// ---------------------------------------------------------------- logits
+
+static int cmd_logits(const options *o) {
+    if (!o->out_path) return fprintf(stderr, "seam logits: -o OUT.f32 is required\n"), 2;
+    session ss;
+    if (session_open(&ss, o, 0)) return 1;
+    seam_error err = {{0}};
+    int rc = 1;
+    FILE *out = fopen(o->out_path, "wb");
+    if (!out) {
+        fprintf(stderr, "seam: cannot create %s: %s\n", o->out_path, strerror(errno));
+        goto done;
+    }
+    for (int i = 0; i < ss.n_prompt; i++) {
+        float *logits;
+        if (engine_forward(&ss.eng, ss.prompt[i], i, &logits, &err)) {
+            fprintf(stderr, "seam: %s\n", err.msg);
+            goto done;
+        }
+        if (fwrite(logits, sizeof(float), (size_t)ss.model.cfg.n_vocab, out) != (size_t)ss.model.cfg.n_vocab) {
+            fprintf(stderr, "seam: writing %s failed\n", o->out_path);
+            goto done;
+        }
+    }
+    rc = 0;
+    fprintf(stderr, "seam: wrote %d x %d logits to %s\n", ss.n_prompt, ss.model.cfg.n_vocab, o->out_path);
+done:
+    if (out && fclose(out) && rc == 0) {
+        fprintf(stderr, "seam: closing %s failed\n", o->out_path);
+        rc = 1;
+    }
+    session_close(&ss);
+    return rc;
+}
+
+// ---------------------------------------------------------------- tokenize
+
+static int cmd_tokenize(const options *o) {
+    const char *text = o->prompt ? o->prompt : o->positional;
+    if (!o->model_path || !text) return fprintf(stderr, "seam tokenize: -m FILE and a text are required\n"), 2;
+    seam_error err = {{0}};
+    gguf_file f;
+    seam_tokenizer *tok = NULL;
+    if (gguf_open(&f, o->model_path, &err) || tokenizer_load(&tok, &f, &err)) {
+        fprintf(stderr, "seam: %s\n", err.msg);
+        if (f.base) gguf_close(&f);
+        return 1;
+    }
+    gguf_close(&f);
+    int32_t *ids;
+    int n;
+    int rc = tokenizer_encode(tok, text, strlen(text), true, true, &ids, &n, &err);
+    if (rc == 0) {
+        for (int i = 0; i < n; i++) printf(i ? " %d" : "%d", ids[i]);
+        printf("\n");
+        free(ids);
+    } else {
+        fprintf(stderr, "seam: %s\n", err.msg);
+    }
+    tokenizer_free(tok);
+    return rc ? 1 : 0;
+}
+
+// ---------------------------------------------------------------- plan
+
+// The plan of each -ngl value for the profile's GPU, and the predicted
+// speed of a decoded token with the KV cache filled to -c.
+static int plan_predict(const options *o, const seam_model *m, const char *label) {
+    seam_error err = {{0}};
+    hw_profile hw;
+    const int threads = o->threads_set ? o->n_threads : 0;
+    if (!strcmp(o->hw, "this")) {
+        fprintf(stderr, "seam plan: measuring this machine (memory probe, kernels)...\n");
+        if (hw_measure_cpu(&hw, o->n_threads, &m->cfg, &err))
+            return fprintf(stderr, "seam: %s\n", err.msg), 1;
+        fprintf(stderr, "# profile 'this', measured now:\n");
+        hw_write(&hw, stderr);
+    } else if (hw_load(&hw, o->hw, &err)) {
+        return fprintf(stderr, "seam: %s\n", err.msg), 1;
+    }
+    seam_plan_request req = plan_request(o, m);
+    const double cards = hw.set[HW_GPU_COUNT] ? hw.v[HW_GPU_COUNT] : 1;
+    req.gpu_budget = o->gpu_mem ? o->gpu_mem : hw.has_gpu ? (uint64_t)(cards * hw.v[HW_GPU_MEM_GIB] * 1073741824.0) : 0;
+    FILE *json = !o->json_path ? NULL : strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
+    if (o->json_path && !json) return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), 1;
+    if (json) {
+        fprintf(json, "{\"model\": \"%s\", \"hw\": \"%s\", \"profile\": ", label, hw.name);
+        hw_write_json(&hw, json);
+        fprintf(json, ", \"n_ctx\": %d, \"head\": \"%s\", \"predictions\": [", req.n_ctx,
+                o->head < 0 ? "auto" : o->head == DEV_CPU ? "cpu" : "gpu");
+    }
+    FILE *table = json == stdout ? stderr : stdout;  // --json -: the JSON alone on stdout
+    fprintf(table, "prediction on '%s' (%s): %s, KV cache filled to %d positions\n", hw.name, hw.path, label, req.n_ctx);
+    predict_print_header(table);
+    int rc = 0, written = 0;
+    const int n = o->n_ngl ? o->n_ngl : 1;
+    for (int i = 0; i < n; i++) {
+        req.gpu_layers = o->n_ngl ? o->ngl_list[i] : o->gpu_layers;
+        seam_plan p;
+        seam_prediction pr;
+        // --head gpu with layers left to the CPU: llama.cpp's placement, which
+        // the engine refuses and the prediction models (the hidden state
+        // crosses to the GPU before the head): the plan checked with the head
+        // where the engine puts it, then placed with the head on the GPU
+        req.head = o->head == DEV_GPU ? -1 : o->head;
+        const int planned = plan_make(&p, m, &req, &err);
+        if (!planned && o->head == DEV_GPU) req.head = DEV_GPU, plan_place(&p, m, &req, p.gpu_layers);
+        if (planned || predict_token(m, &p, &hw, threads, req.n_ctx, &pr, &err)) {
+            fprintf(stderr, "seam plan: -ngl %d: %s\n", req.gpu_layers, err.msg);
+            rc = 1;
+            continue;
+        }
+        plan_print(&p, stderr);
+        predict_print(&pr, table);
+        if (json) fprintf(json, "%s\n  ", written++ ? "," : ""), predict_write_json(&pr, json);
+    }
+    if (json) fprintf(json, "\n]}\n");
+    if (json && json != stdout && fclose(json)) return fprintf(stderr, "seam: writing %s failed\n", o->json_path), 1;
+    return rc;
+}
+
+static int cmd_plan(const options *o) {
+    const char *path = o->model_path ? o->model_path : o->positional;
+    if (!path && !o->shape_path) return fprintf(stderr, "seam plan: -m FILE (or --shape FILE.shape) is required\n"), 2;
+    if (path && o->shape_path) return fprintf(stderr, "seam plan: give -m FILE or --shape FILE.shape, not both\n"), 2;
+    if (!o->hw && (o->n_ngl > 1 || o->json_path))
+        return fprintf(stderr, "seam plan: a list of -ngl values and --json are for predictions: add --hw PROFILE\n"), 2;
+    seam_error err = {{0}};
+    seam_model m;
+    if (o->shape_path ? shape_model(o->shape_path, &m, &err) : model_load(&m, path, &err))
+        return fprintf(stderr, "seam: %s\n", err.msg), 1;
+    seam_plan p;
+    const int rc = o->hw ? plan_predict(o, &m, o->shape_path ? o->shape_path : path) : make_plan(o, &m, false, &p);
+    model_free(&m);
+    return rc ? 1 : 0;
+}
+
+// ---------------------------------------------------------------- inspect
+
+static void human_bytes(uint64_t b, char *buf, size_t len) {
+    if (b >= (1ull << 30)) snprintf(buf, len, "%.2f GiB", b / 1073741824.0);
+    else if (b >= (1ull << 20)) snprintf(buf, len, "%.2f MiB", b / 1048576.0);
+    else if (b >= 1024) snprintf(buf, len, "%.2f KiB", b / 1024.0);
+    else snprintf(buf, len, "%" PRIu64 " B", b);
+}
+
+static int cmd_inspect(const options *o) {
+    const char *path = o->positional ? o->positional : o->model_path;
+    if (!path) return fprintf(stderr, "seam inspect: give a GGUF file\n"), 2;
+    seam_error err = {{0}};
+    gguf_file f;
+    if (gguf_open(&f, path, &err)) return fprintf(stderr, "seam: %s\n", err.msg), 1;
+
+    printf("file     %s\nversion  %u\nsize     %" PRIu64 " bytes\nmetadata %" PRIu64 " keys\n", path, f.version,
+           f.size, f.n_kv);
+    char val[256], b1[32];
+    for (uint64_t i = 0; i < f.n_kv; i++) {
+        gguf_format_value(&f.kv[i], val, sizeof val);
+        printf("  %-44.*s %s\n", (int)f.kv[i].key.len, f.kv[i].key.ptr, val);
+    }
+    printf("tensors  %" PRIu64 "\n  %-36s %-6s %-24s %s\n", f.n_tensors, "name", "type", "shape", "bytes");
+    uint64_t type_bytes[GGML_TYPE_COUNT] = {0}, type_count[GGML_TYPE_COUNT] = {0}, params = 0, total = 0;
+    for (uint64_t i = 0; i < f.n_tensors; i++) {
+        const gguf_tensor *t = &f.tensors[i];
+        char shape[64] = "[";
+        for (uint32_t d = 0; d < t->n_dims; d++)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%" PRIu64, d ? ", " : "", t->ne[d]);
+        strcat(shape, "]");
+        printf("  %-36.*s %-6s %-24s %" PRIu64 "\n", (int)t->name.len, t->name.ptr, ggml_type_name(t->type), shape,
+               t->n_bytes);
+        type_bytes[t->type] += t->n_bytes;
+        type_count[t->type]++;
+        params += t->n_elems;
+        total += t->n_bytes;
+    }
+    printf("per type\n");
+    for (int ty = 0; ty < GGML_TYPE_COUNT; ty++) {
+        if (!type_count[ty]) continue;
+        human_bytes(type_bytes[ty], b1, sizeof b1);
+        printf("  %-6s %5" PRIu64 " tensors  %12s  %5.1f%%\n", ggml_type_name((uint32_t)ty), type_count[ty], b1,
+               100.0 * type_bytes[ty] / (total ? total : 1));
+    }
+    human_bytes(total, b1, sizeof b1);
+    printf("parameters  %" PRIu64 " (%.3f B)\nweights     %s\n", params, params / 1e9, b1);
+
+    // bytes read per decoded token needs the architecture
+    seam_model m;
+    if (model_bind(&m, &f, &err) == 0) {
+        if (m.cfg.n_expert) {  // per layer: all of it, and what one token reads (k of n experts)
+            printf("per layer (%d of %d experts active)\n  %5s %14s %14s\n", m.cfg.n_expert_used, m.cfg.n_expert,
+                   "layer", "bytes", "active bytes");
+            for (int il = 0; il < m.cfg.n_layers; il++) {
+                char b2[32];
+                human_bytes(model_layer_bytes(&m, il), b1, sizeof b1);
+                human_bytes(model_layer_active_bytes(&m, il), b2, sizeof b2);
+                printf("  %5d %14s %14s\n", il, b1, b2);
+            }
+        }
+        human_bytes(model_bytes_per_token(&m), b1, sizeof b1);
+        printf("read per token  %s (%s, the output norm and head, one embedding row)\n", b1,
+               m.cfg.n_expert ? "every layer's attention, router and active experts" : "every layer");
+        model_free(&m);
+    } else {
+        printf("read per token  unknown: %s\n", err.msg);
+        gguf_close(&f);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        options_usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        options_usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
+    options o;
+    if (options_parse(argc - 2, argv + 2, &o)) return 2;
+    const bool takes_file = !strcmp(cmd, "inspect") || !strcmp(cmd, "tokenize") || !strcmp(cmd, "plan");
+    if ((o.n_ngl > 1 || o.hw || o.shape_path || o.json_path) && strcmp(cmd, "plan")) {
+        fprintf(stderr, "seam %s: a list of -ngl values, --hw, --shape and --json are seam plan's\n", cmd);
+        return 2;
+    }
+    if (o.positional && !takes_file) {
+        fprintf(stderr, "seam %s: unexpected argument '%s' (see seam --help)\n", cmd, o.positional);
+        return 2;
+    }
+    if (!strcmp(cmd, "run")) return cmd_run(&o);
+    if (!strcmp(cmd, "inspect")) return cmd_inspect(&o);
+    if (!strcmp(cmd, "logits")) return cmd_logits(&o);
+    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(&o);
+    if (!strcmp(cmd, "chat")) return cmd_chat(&o);
+    if (!strcmp(cmd, "plan")) return cmd_plan(&o);
+    fprintf(stderr, "seam: unknown command '%s' (see seam --help)\n", cmd);
+    return 2;
+}
