@@ -6,7 +6,7 @@
 // tokenizer_impl.h, ported from llama.cpp's unicode.cpp (which also matches
 // them by hand, and so defines the behaviour seam must reproduce, quirks
 // included).
-#include "tokenizer_impl.h"
+#include "tokenizer_bpe.h"
 
 #include <stdio.h>
 #include <string.h>
