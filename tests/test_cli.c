@@ -1,13 +1,14 @@
 // test_cli.c — the `seam` command line. It generates what the engine and
 // the sampler give in-process: -n tokens, fewer when one ends the
 // generation, as ids (--ids) or as text; `logits -o` writes the engine's
-// logits; chat wraps each turn in the template of the model's architecture.
+// logits; chat wraps each turn in the chat template the file carries, and
+// continues each line of a file that has none (a base model's).
 // And it refuses bad input cleanly: every bad flag value, bad file and
 // impossible request ends with a non-zero exit and a message on stderr, never
 // a signal (and, in the sanitizer build, never a sanitizer report). The model
 // is the committed micro seed of the fuzzers, a one-layer qwen3 with a
-// 28-token vocabulary; chat's are the synthetic tiny qwen3 (ChatML) and the
-// default model, Gemma 3 (its own turns).
+// 28-token vocabulary; chat's are the synthetic tiny qwen3, with and without
+// a template, and the default model, base Gemma 3 (no template).
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -138,15 +139,30 @@ static void expect_success(const char *const *args) {
 
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
-// The synthetic tiny model (4 layers, a Q8_0 head the GPU reads), made once.
+// The synthetic tiny model (4 layers, a Q8_0 head the GPU reads) at path,
+// with tokenizer.chat_template tmpl (NULL: none). Run without a shell, so
+// that the template's quotes and newlines reach the file as they are.
+static void synth_tiny(const char *path, const char *tmpl) {
+    const char *argv[] = {SEAM_BINARY_DIR "/seam-synth", SEAM_SOURCE_DIR "/models/tiny.shape", "-o", path,
+                          tmpl ? "--chat-template" : NULL, tmpl, NULL};
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        dup2(open("/dev/null", O_WRONLY), 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int status;
+    cr_assert(waitpid(pid, &status, 0) == pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "seam-synth failed on %s (status %d)", path, status);
+}
+
+// The tiny model without a template, made once.
 static const char *tiny_model(void) {
     static char path[4096];
     if (!path[0]) {
-        char cmd[8192];
         snprintf(path, sizeof path, "%s", test_path("cli-tiny.gguf"));
-        snprintf(cmd, sizeof cmd, "%s/seam-synth %s/models/tiny.shape -o %s 2>/dev/null", SEAM_BINARY_DIR,
-                 SEAM_SOURCE_DIR, path);
-        cr_assert_eq(system(cmd), 0, "seam-synth failed: %s", cmd);
+        synth_tiny(path, NULL);
     }
     return path;
 }
@@ -600,8 +616,10 @@ Test(cli, logits_writes_the_engines_logits, .timeout = 120) {
 // seam chat on `model`: two turns of -n 3, each prefilling its own turn in
 // the template given (BOS, where the vocabulary adds one, opening the first
 // turn only), the second after the first turn, its reply and the reply's
-// closing newline. Checked from the counts chat reports.
-static void check_chat(const char *model, const char *user_prefix, const char *user_suffix) {
+// closing newline. Checked from the counts chat reports. A base model's file
+// (`base`) gets the note that it continues text, and a file with a template
+// does not.
+static void check_chat(const char *model, bool base, const char *user_prefix, const char *user_suffix) {
     loaded l;
     load(&l, model);
     static const char *const turns[2] = {"hello there", "and again"};
@@ -620,6 +638,9 @@ static void check_chat(const char *model, const char *user_prefix, const char *u
     free(nl);
     result r = run_with_input(ARGS("chat", "-m", model, "-n", "3", "-c", "256", "-t", "1"), "hello there\nand again\n");
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam chat failed:\n%s", r.err);
+    const char *note = strstr(r.err, "has no chat template (tokenizer.chat_template): a base model, which continues text");
+    cr_assert(base ? note != NULL : note == NULL, "%s: the base-model note is %s:\n%s", model,
+              base ? "missing" : "there, but the file has a template", r.err);
     int prefilled[2], held[2], generated[2];
     const char *at = r.err;
     for (int k = 0; k < 2; k++) {
@@ -643,12 +664,36 @@ static void check_chat(const char *model, const char *user_prefix, const char *u
     unload(&l);
 }
 
-Test(cli, chat_uses_the_architectures_template, .timeout = 300) {
-    const char *tiny = tiny_model();
-    check_chat(tiny, "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n");
+// The turns are the file's template's (ChatML here, an excerpt of Qwen3's),
+// not the architecture's.
+Test(cli, chat_writes_turns_in_the_files_template, .timeout = 300) {
+    const char *path = test_path("cli-tiny-chatml.gguf");
+    synth_tiny(path, "{%- for message in messages %}\n    {{- '<|im_start|>' + message.role + '\\n' + "
+                     "message.content + '<|im_end|>' + '\\n' }}\n{%- endfor %}");
+    check_chat(path, false, "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// A base model's file (the default model, the tiny one) has no template:
+// chat says so, and continues each line as it stands.
+Test(cli, chat_without_a_template_continues_each_line, .timeout = 300) {
+    check_chat(tiny_model(), true, "", "");
     static const char gemma[] = SEAM_SOURCE_DIR "/models/gemma-3-270m-q4_k_m.gguf";
-    if (test_have_input(gemma, "Gemma 3's chat template", "models/get-default-model.sh"))
-        check_chat(gemma, "<start_of_turn>user\n", "<end_of_turn>\n<start_of_turn>model\n");
+    if (test_have_input(gemma, "chat on the default (base) model", "models/get-default-model.sh"))
+        check_chat(gemma, true, "", "");
+}
+
+// A template seam does not write turns of: named when llama.cpp knows its
+// family, its first characters quoted when not; either way no chat.
+Test(cli, chat_refuses_a_template_it_does_not_know, .timeout = 120) {
+    const char *path = test_path("cli-tiny-phi4.gguf");
+    synth_tiny(path, "{% for message in messages %}{{'<|im_start|>' + message['role'] + '<|im_sep|>' + "
+                     "message['content'] + '<|im_end|>'}}{% endfor %}");
+    expect_failure(ARGS("chat", "-m", path), "a phi-4 template; seam writes ChatML, Gemma and Llama 3 turns only");
+    path = test_path("cli-tiny-unknown.gguf");
+    synth_tiny(path, "{% for m in messages %}\n{{ m.role }}: {{ m.content }}\n{% endfor %}");
+    expect_failure(ARGS("chat", "-m", path),
+                   "not a template seam recognises (it knows ChatML, Gemma and Llama 3 by their markers): "
+                   "\"{% for m in messages %}\\n{{ m.role }}: {{ m.content }}\\n...\"; to talk to it, write its turns");
 }
 
 #ifdef SEAM_CUDA_EMU

@@ -1,6 +1,7 @@
 // test_tokenizer.c — seam's tokenizer against llama.cpp's, through the
 // fixtures in tests/golden/ (written by tools/ref_tokenize.py), and against
-// hostile vocabularies and input.
+// hostile vocabularies and input; and the chat template families told apart
+// as llama.cpp tells them.
 //
 // A fixture names its GGUF and that file's SHA-256. The small vocabularies
 // (tests/golden/vocab-*.gguf) are committed; the real ones are optional: a
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/chat.h"
 #include "format/gguf.h"
 #include "helpers.h"
 #include "text/tokenizer.h"
@@ -504,4 +506,73 @@ Test(tokenizer_hostile, odd_bpe) {
     cr_expect_eq(tokenizer_piece(t, 6, buf, sizeof buf, false), 1);  // byte token "<0x": byte 0
     cr_expect_eq(buf[0], 0);
     tokenizer_free(t);
+}
+
+// ---------------------------------------------------------------------------
+// Chat templates: excerpts of the templates real files carry
+
+static const chat_template *detected(const char *tmpl) {
+    const chat_template *c;
+    seam_error e = {{0}};
+    cr_assert_eq(chat_template_detect(tmpl, strlen(tmpl), &c, &e), 0, "%s", e.msg);
+    return c;
+}
+
+static void refused(const char *tmpl, const char *says) {
+    const chat_template *c;
+    seam_error e = {{0}};
+    cr_assert_eq(chat_template_detect(tmpl, strlen(tmpl), &c, &e), -1, "'%s' detected as %s", tmpl, c ? c->name : "?");
+    cr_assert_null(c);
+    cr_assert(strstr(e.msg, says), "'%s': the message does not say '%s':\n%s", tmpl, says, e.msg);
+}
+
+Test(chat_template, the_families_seam_writes) {
+    static const char qwen3[] =  // Qwen3: ChatML
+        "{%- if tools %}\n    {{- '<|im_start|>system\\n' }}\n{%- endif %}\n{%- for message in messages %}\n"
+        "        {{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>' + '\\n' }}";
+    static const char gemma3[] =  // Gemma 3 (instruction-tuned)
+        "{{ bos_token }}\n{%- if messages[0]['role'] == 'system' -%}\n{%- for message in loop_messages -%}\n"
+        "{{ '<start_of_turn>' + role + '\\n' + (first_user_prefix if loop.first else \"\") }}";
+    static const char llama32[] =  // Llama 3.2 (instruct)
+        "{{- bos_token }}\n{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' }}\n"
+        "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' }}";
+    cr_expect_str_eq(detected(qwen3)->name, "chatml");
+    cr_expect_str_eq(detected(gemma3)->name, "gemma");
+    cr_expect_str_eq(detected(llama32)->name, "llama3");
+    // a family's name stands for its template, as in llama.cpp
+    cr_expect_str_eq(detected("chatml")->name, "chatml");
+    cr_expect_str_eq(detected("gemma")->name, "gemma");
+    cr_expect_str_eq(detected("llama3")->name, "llama3");
+    // the turns each family's model was trained on
+    const chat_template *c = detected(gemma3);
+    cr_expect_str_eq(c->user_prefix, "<start_of_turn>user\n");
+    cr_expect_str_eq(c->user_suffix, "<end_of_turn>\n<start_of_turn>model\n");
+    c = detected(llama32);
+    cr_expect_str_eq(c->user_suffix, "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+    cr_expect_str_eq(c->turn_end, "");
+}
+
+// Families llama.cpp checks before a later one's markers are named, not
+// taken for the later family (phi-4 opens turns with ChatML's <|im_start|>).
+Test(chat_template, other_families_are_named) {
+    refused("{% for message in messages %}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}}",
+            "a phi-4 template");
+    refused("{{ bos_token }}{% for message in messages %}{{ '[INST] ' + message['content'] + ' [/INST]' }}",
+            "a Llama 2 or Mistral ([INST]) template");
+    refused("{% for message in messages %}{{ '<|user|>\\n' + message['content'] + '<|end|>\\n<|assistant|>\\n' }}",
+            "a phi-3 template");
+}
+
+Test(chat_template, an_unknown_template_is_quoted) {
+    refused("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}",
+            "not a template seam recognises (it knows ChatML, Gemma and Llama 3 by their markers): "
+            "\"{% for m in messages %}{{ m.role }}: {{ m.content }}\\n{%...\"");
+    refused("", "\"\"");
+    // cut between characters, not inside one: 'x' and then two-byte characters
+    char tmpl[128] = "x";
+    for (int i = 0; i < 40; i++) strcat(tmpl, "\xc3\xa9");
+    char want[128] = "\"x";
+    for (int i = 0; i < 27; i++) strcat(want, "\xc3\xa9");
+    strcat(want, "...\"");
+    refused(tmpl, want);
 }

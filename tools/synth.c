@@ -216,19 +216,22 @@ static void free_vocab(vocab *v, int n_vocab) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: seam-synth SHAPE_FILE -o OUT.gguf [-t THREADS]\n"
+            "usage: seam-synth SHAPE_FILE -o OUT.gguf [-t THREADS] [--chat-template TEXT]\n"
             "  Writes a GGUF model with the shape in SHAPE_FILE (see models/*.shape)\n"
             "  and deterministic weights from its seed.\n"
             "  -o FILE     output path (required)\n"
-            "  -t N        quantiser threads (default: all cores)\n");
+            "  -t N        quantiser threads (default: all cores)\n"
+            "  --chat-template TEXT\n"
+            "              tokenizer.chat_template (default: none, as a base model's file)\n");
 }
 
 int main(int argc, char **argv) {
-    const char *shape_path = NULL, *out_path = NULL;
+    const char *shape_path = NULL, *out_path = NULL, *chat_template = NULL;
     int n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(), 0;
         if (!strcmp(argv[i], "-o") && i + 1 < argc) out_path = argv[++i];
+        else if (!strcmp(argv[i], "--chat-template") && i + 1 < argc) chat_template = argv[++i];
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
             char *end;
             n_threads = (int)strtol(argv[++i], &end, 10);
@@ -265,6 +268,7 @@ int main(int argc, char **argv) {
     gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)voc.eos);
     gguf_w_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)voc.bos);
     gguf_w_bool(w, "tokenizer.ggml.add_bos_token", false);
+    if (chat_template) gguf_w_str(w, "tokenizer.chat_template", chat_template);
 
     FILE *out = fopen(out_path, "wb");
     if (!out) {

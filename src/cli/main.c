@@ -10,22 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/bench.h"
+#include "cli/options.h"
 #include "engine/engine.h"
 #include "format/gguf.h"
-#include "model/model.h"
-#include "plan/plan.h"
-#include "numeric/quant.h"
-#include "text/sampler.h"
-#include "text/tokenizer.h"
-
-#include "cli/bench.h"
 #include "gpu/gpu_segment.h"
+#include "model/model.h"
+#include "model/shape.h"
+#include "numeric/quant.h"
 #include "plan/hw.h"
 #include "plan/memstat.h"
+#include "plan/plan.h"
 #include "plan/predict.h"
-#include "model/shape.h"
-
-#include "cli/options.h"
+#include "text/chat.h"
+#include "text/sampler.h"
+#include "text/tokenizer.h"
 
 // "1,2,3" -> ids; every id checked against the vocabulary.
 static int parse_token_list(const char *s, int n_vocab, int **ids, int *n) {
@@ -284,17 +283,6 @@ done:
 
 // ---------------------------------------------------------------- chat
 
-// A chat turn as the model was trained to see it. Gemma: <start_of_turn>
-// user / model ... <end_of_turn>; Qwen: ChatML <|im_start|> ... <|im_end|>.
-typedef struct {
-    const char *user_prefix;   // before the user's text
-    const char *user_suffix;   // after it: closes the turn and opens the model's
-    const char *turn_end;      // what closes the model's turn, after its end token
-} chat_template;
-
-static const chat_template GEMMA_CHAT = {"<start_of_turn>user\n", "<end_of_turn>\n<start_of_turn>model\n", "\n"};
-static const chat_template CHATML = {"<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n", "\n"};
-
 // Reads user turns from stdin, one line each, until end of input. The KV
 // cache carries the whole conversation: each turn prefills only its own
 // tokens, which the report after each turn shows.
@@ -304,7 +292,19 @@ static int cmd_chat(const options *o) {
     seam_error err = {{0}};
     if (!o->model_path) return fprintf(stderr, "seam chat: -m FILE is required\n"), 2;
     if (model_load(&ss.model, o->model_path, &err)) return fprintf(stderr, "seam: %s\n", err.msg), 1;
-    const chat_template *tpl = ss.model.cfg.arch == ARCH_GEMMA3 ? &GEMMA_CHAT : &CHATML;
+    const chat_template *tpl;
+    if (chat_template_load(&ss.model.file, &tpl, &err)) {
+        fprintf(stderr, "seam: %s: %s; to talk to it, write its turns into a prompt for seam run -p\n", o->model_path,
+                err.msg);
+        session_close(&ss);
+        return 1;
+    }
+    if (!tpl) {
+        fprintf(stderr, "seam: %s has no chat template (tokenizer.chat_template): a base model, which continues "
+                        "text rather than answering; each line is continued as it stands. For answers, use an "
+                        "instruction-tuned model's file\n", o->model_path);
+        tpl = &CHAT_CONTINUATION;
+    }
     seam_sampler sampler = {0};
     int rc = 1;
     seam_plan plan;

@@ -3,10 +3,10 @@
 // spelling of bytes as characters, and merging by rank.
 //
 // The pre-tokenizers are hand-written matchers of the regexes named in
-// tokenizer_impl.h, ported from llama.cpp's unicode.cpp (which also matches
+// tokenizer_merge.h, ported from llama.cpp's unicode.cpp (which also matches
 // them by hand, and so defines the behaviour seam must reproduce, quirks
 // included).
-#include "text/tokenizer_impl.h"
+#include "text/tokenizer_bpe.h"
 
 #include <stdio.h>
 #include <string.h>

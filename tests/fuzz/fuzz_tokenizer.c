@@ -18,7 +18,7 @@
 
 #include "format/gguf.h"
 #include "text/tokenizer.h"
-#include "text/tokenizer_impl.h"  // token attributes: which ids are special
+#include "text/tokenizer_merge.h"  // token attributes: which ids are special
 
 #define CHECK(cond)                                                                      \
     do {                                                                                 \

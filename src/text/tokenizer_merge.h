@@ -1,9 +1,20 @@
-// tokenizer_impl.h — what tokenizer.c and tokenizer_bpe.c share; not part
-// of seam's API (include tokenizer.h for that).
-#ifndef SEAM_TOKENIZER_IMPL_H
-#define SEAM_TOKENIZER_IMPL_H
+// tokenizer_merge.h — the tokenizer's data, and the functions of
+// tokenizer_merge.c that tokenizer.c and tokenizer_bpe.c both call; not part
+// of seam's API (include tokenizer.h for that). Calls go one way:
+// tokenizer.c -> tokenizer_bpe.c (tokenizer_bpe.h) -> tokenizer_merge.c.
+#ifndef SEAM_TOKENIZER_MERGE_H
+#define SEAM_TOKENIZER_MERGE_H
 
-#include "text/tokenizer.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/common.h"
+#include "format/gguf.h"
+
+// The type tokenizer.h names; its fields are here, below the API, so that
+// this file needs nothing from the file that calls it.
+typedef struct seam_tokenizer seam_tokenizer;
 
 // Token attributes, as llama.cpp derives them from the GGUF token type and
 // then refines them by token text. Bits, because a token can gain CONTROL on
@@ -41,7 +52,12 @@ typedef struct {
 
 static inline const char *tk_str(const tk_strset *s, uint32_t i) { return s->bytes + s->start[i]; }
 static inline size_t tk_str_len(const tk_strset *s, uint32_t i) { return s->start[i + 1] - s->start[i] - 1; }
+int tk_strset_init(tk_strset *s, uint32_t n);  // room for n strings; -1 when out of memory
+void tk_strset_free(tk_strset *s);
 int tk_strset_find(const tk_strset *s, const char *p, size_t n);  // number, or -1
+// Appends string number s->n and returns the number of the first string with
+// the same text: itself, or an earlier duplicate. -1 when out of memory.
+int tk_strset_add(tk_strset *s, const char *p, size_t n);
 
 struct seam_tokenizer {
     tk_kind kind;
@@ -120,10 +136,5 @@ typedef int (*tk_pair_fn)(const seam_tokenizer *t, tk_work *w, const tk_symbol *
 // llm_tokenizer_spm/bpe sessions).
 int tk_split_chars(tk_work *w, const char *text, size_t len, seam_error *e);
 int tk_merge(const seam_tokenizer *t, tk_work *w, tk_pair_fn prio_of, seam_error *e);
-
-// tokenizer_bpe.c
-int tk_bpe_pre(seam_tokenizer *t, const gguf_file *f, seam_error *e);  // tokenizer.ggml.pre -> t->pre and flags
-int tk_bpe_run(const seam_tokenizer *t, tk_work *w, const char *text, size_t len, tk_ids *out, seam_error *e);
-void tk_bpe_unspell(const char *s, size_t n, tk_piece *p);  // a token's GPT-2 spelling -> its bytes
 
 #endif
