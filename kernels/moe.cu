@@ -1,5 +1,5 @@
 // moe.cu — the mixture of experts on the device: the router's choice
-// (engine_route: softmax over the experts, the top k, their weights
+// (cpu_moe_route: softmax over the experts, the top k, their weights
 // renormalised) and the rank-ordered sum of the chosen experts' outputs.
 // The expert matvecs are matvec.cu's, reading the chosen index from device
 // memory, so a layer's launches are fixed and its graph replays any routing.

@@ -275,7 +275,7 @@ int seam_cuda_attention(seam_cuda_stream *s, float *out, const float *q, const s
 
 // ---------------------------------------------------------------- mixture of experts
 
-// The router's choice, as engine_route: softmax of logits (n_expert, at most
+// The router's choice, as cpu_moe_route: softmax of logits (n_expert, at most
 // 1024) as cpu_softmax, the indices of the k largest probabilities, largest
 // first (ties to the lower index), into chosen (k int32), and their
 // probabilities renormalised (the sum in double, clamped to 2^-14 from
@@ -283,7 +283,7 @@ int seam_cuda_attention(seam_cuda_stream *s, float *out, const float *q, const s
 int seam_cuda_moe_route(seam_cuda_stream *s, const float *logits, int n_expert, int k, int32_t *chosen,
                         float *weights, seam_error *e);
 
-// The chosen experts' outputs summed in rank order, as engine.c's moe_block:
+// The chosen experts' outputs summed in rank order, as cpu_moe_route and the CPU backend sum them:
 // acc (n) = y * weights[slot] for slot 0, acc + y * weights[slot] after.
 int seam_cuda_moe_accumulate(seam_cuda_stream *s, float *acc, const float *y, const float *weights, int slot, int n,
                              seam_error *e);

@@ -34,7 +34,6 @@
 #include "cpu/ops.h"
 #include "engine/engine.h"
 #include "plan/plan.h"
-#include "engine/prefill.h"
 #include "seam_cuda.h"
 
 static seam_error err;
@@ -884,10 +883,10 @@ Test(cuda, graph_replays_with_the_step_buffer) {
     free(want);
 }
 
-// The router on the device against engine_route: the same experts in the
+// The router on the device against cpu_moe_route: the same experts in the
 // same rank order and their weights, over random logits (and a logit row
 // with exact ties, which go to the lower index).
-Test(cuda, moe_route_matches_engine_route) {
+Test(cuda, moe_route_matches_cpu_moe_route) {
     require_device();
     uint64_t rng = 21;
     static const int shapes[][2] = {{8, 2}, {128, 8}, {60, 4}, {256, 8}, {1000, 64}};
@@ -903,7 +902,7 @@ Test(cuda, moe_route_matches_engine_route) {
             int want_idx[64];
             float want_w[64], got_w[64];
             int32_t got_idx[64];
-            engine_route(&c, probs, want_idx, want_w);
+            cpu_moe_route(&c, probs, want_idx, want_w);
             float *dl = dev_from(logits, sizeof(float) * (size_t)n_expert), *dw = dev_alloc(sizeof(float) * 64);
             int32_t *di = dev_alloc(sizeof(int32_t) * 64);
             OK(seam_cuda_moe_route(NULL, dl, n_expert, k, di, dw, &err));

@@ -68,7 +68,7 @@ Test(engine, context_limit_is_an_error) {
 }
 
 // Batched prefill is token-by-token decode, bit for bit: the same last
-// logits and the same KV cache, with a prompt of n tokens (prefill.c takes
+// logits and the same KV cache, with a prompt of n tokens (the engine takes
 // 96 at a time: n = 150 is a full batch and part of another), on a dense and
 // an MoE model and, when it is installed, on Gemma 3 270M (GELU, post-norms,
 // f16 inputs of 640-wide rows); a 2K prompt with either cache type.
@@ -87,7 +87,7 @@ static void prefill_matches_decode_file(const char *path, const char *name, int 
     for (int i = 0; i < n; i++) cr_assert_eq(engine_forward(&a, tokens[i], i, &la, &e), 0, "%s", e.msg);
     cr_assert_eq(engine_prefill(&b, tokens, n, 0, &lb, &e), 0, "%s", e.msg);
     cr_assert(memcmp(la, lb, sizeof(float) * m.cfg.n_vocab) == 0, "%s, %d tokens: last logits differ", name, n);
-    cr_assert(a.s.kv.bytes == b.s.kv.bytes && memcmp(a.s.kv.mem, b.s.kv.mem, a.s.kv.bytes) == 0,
+    cr_assert(a.cpu.kv.bytes == b.cpu.kv.bytes && memcmp(a.cpu.kv.mem, b.cpu.kv.mem, a.cpu.kv.bytes) == 0,
               "%s, %d tokens: KV caches differ", name, n);
     engine_free(&a), engine_free(&b);
     free(tokens);
@@ -140,8 +140,8 @@ Test(engine, sliding_ring_equals_full_cache, .timeout = 600) {
         seam_engine a, b;
         cr_assert_eq(engine_init_kv(&a, &m, N_CTX, ring, &e), 0, "%s", e.msg);
         cr_assert_eq(engine_init_kv(&b, &m, N_CTX, full, &e), 0, "%s", e.msg);
-        cr_assert(a.s.kv.rows[0] < N_CTX && b.s.kv.rows[0] == N_CTX && a.s.kv.bytes < b.s.kv.bytes,
-                  "layer 0 is a sliding layer: a ring of %d positions, not %d", a.s.kv.rows[0], b.s.kv.rows[0]);
+        cr_assert(a.cpu.kv.rows[0] < N_CTX && b.cpu.kv.rows[0] == N_CTX && a.cpu.kv.bytes < b.cpu.kv.bytes,
+                  "layer 0 is a sliding layer: a ring of %d positions, not %d", a.cpu.kv.rows[0], b.cpu.kv.rows[0]);
         cr_assert_eq(engine_set_threads(&a, 2, &e), 0, "%s", e.msg);
         cr_assert_eq(engine_set_threads(&b, 2, &e), 0, "%s", e.msg);
         float *la, *lb;

@@ -283,8 +283,8 @@ static void kv_accounting_matches_engine(const seam_model *m, const char *name, 
         const uint64_t before = heap_in_use();
         cr_assert_eq(engine_init_kv(&eng, m, req.n_ctx, req.cache, &e), 0, "%s: %s", name, e.msg);
         const uint64_t held = heap_in_use() - before;
-        cr_assert_eq(eng.s.kv.bytes, kv, "%s, cache %zu: the engine holds %llu KV bytes, by hand %llu", name, i,
-                     (unsigned long long)eng.s.kv.bytes, (unsigned long long)kv);
+        cr_assert_eq(eng.cpu.kv.bytes, kv, "%s, cache %zu: the engine holds %llu KV bytes, by hand %llu", name, i,
+                     (unsigned long long)eng.cpu.kv.bytes, (unsigned long long)kv);
         const uint64_t predicted = p.kv[DEV_CPU] + p.scratch[DEV_CPU];
         cr_assert(UNDER_ASAN || (held >= predicted && held <= predicted + HEAP_SLACK),
                   "%s, cache %zu: engine_init took %llu heap bytes, the plan counts %llu (KV %llu, scratch %llu)",

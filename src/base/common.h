@@ -1,5 +1,9 @@
 // common.h — the error convention shared by every room of seam.
 //
+// Floor src/base/ (the lowest): what every other floor shares -- errors,
+// the clock, resident allocations (here), and the timeline of a run that the
+// clock fills (timeline.h). It includes nothing of seam's.
+//
 // Functions that can fail on input return 0 on success or -1 on failure and
 // fill a seam_error with what failed, on which input, and what to do. The
 // command line prints the message and exits non-zero; nothing aborts.

@@ -1,5 +1,8 @@
 // options.h — what the `seam` command line asks for (every command but
 // bench, which parses its own lists): the flags, their defaults, their checks.
+//
+// Floor src/cli/ (the top): the `seam` command -- its commands (main.c),
+// flags (here) and the bench (bench.h). Includes any floor below.
 #ifndef SEAM_OPTIONS_H
 #define SEAM_OPTIONS_H
 

@@ -305,6 +305,16 @@ void cpu_rope_apply(float *q, int n_heads, float *k, int n_kv_heads, int head_di
 
 void cpu_softmax(float *x, int n) { cpu_kernels_get()->softmax(x, 0, n, n); }
 
+void cpu_moe_route(const seam_config *c, float *router, int *chosen, float *weight) {
+    const int k = c->n_expert_used;
+    cpu_softmax(router, c->n_expert);
+    cpu_top_k(router, c->n_expert, k, chosen);
+    double sum = 0.0;
+    for (int j = 0; j < k; j++) sum += weight[j] = router[chosen[j]];
+    const float norm = (float)(sum > EXACT_MOE_MIN_WEIGHT_SUM ? sum : EXACT_MOE_MIN_WEIGHT_SUM);
+    for (int j = 0; j < k; j++) weight[j] /= norm;
+}
+
 void cpu_fwht(float *x, int64_t n, int block) {
     const float scale = 1.0f / sqrtf((float)block);
     for (int64_t b = 0; b < n; b += block) {

@@ -1,4 +1,9 @@
-// ops.h — the CPU backend's operations on one token's activations.
+// ops.h — the CPU's kernels as operations on rows of activations.
+//
+// Floor src/cpu/: the CPU backend -- the SIMD kernels and their scalar
+// twins (kernels.h), the thread pool (pool.h), these operations, the layer
+// operations and buffers of the CPU's layers (backend.h), and the probes of
+// its speed (speed.h, membw.h). Above model/.
 //
 // The arithmetic mirrors llama.cpp's CPU path (see each function), so that
 // seam's logits can be compared with llama.cpp's at a tight tolerance.
@@ -86,7 +91,7 @@ void cpu_rope_angles(float *cos_t, float *sin_t, int rope_dim, int pos, float ba
 void cpu_rope_apply(float *q, int n_heads, float *k, int n_kv_heads, int head_dim, int rope_dim, const float *cos_t,
                     const float *sin_t, bool neox);
 
-// One layer's KV cache as attention reads it (engine.h's seam_kv_cache):
+// One layer's KV cache as attention reads it (cpu/backend.h's cpu_kv_cache):
 // KV head g's keys for position t at k + g * k_head + (t % ring) * k_row
 // bytes (head_dim values of k_type: GGML_TYPE_F16 or GGML_TYPE_Q8_0), its
 // values likewise. Either layout fits: a head's positions one after another
@@ -105,7 +110,7 @@ typedef struct {
 // fast transform (ggml_compute_forward_fwht): the block scaled by
 // 1 / sqrtf(block) first, then butterflies (u + v, u - v) of distance 1, 2,
 // 4, .. block / 2. Its own inverse. llama.cpp turns queries, keys and values
-// with it before a quantised cache takes them (see engine.c).
+// with it before a quantised cache takes them (see model/layer.c).
 void cpu_fwht(float *x, int64_t n, int block);
 
 // x (n) into a cache row of type (f16, or q8_0 as llama.cpp's set_rows
@@ -162,5 +167,11 @@ void cpu_top_k(const float *x, int n, int k, int *out);
 
 // Softmax in place.
 void cpu_softmax(float *x, int n);
+
+// An MoE router's choice, as llama.cpp's build_moe_ffn with softmax gating:
+// router (n_expert) logits in, probabilities out; the top n_expert_used
+// experts by rank, and their weights renormalised by their sum (clamped
+// away from 0, EXACT_MOE_MIN_WEIGHT_SUM; the CUDA router alike).
+void cpu_moe_route(const seam_config *c, float *router, int *chosen, float *weight);
 
 #endif

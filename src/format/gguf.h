@@ -1,5 +1,9 @@
 // gguf.h — the GGUF file format: reading (mmap + validation) and writing.
 //
+// Floor src/format/: the file and nothing about what it holds -- its
+// header, metadata, tensor table, and the types' block sizes (gguf_types.c),
+// for reading (gguf.c) and writing (gguf_writer.c). Above base/ only.
+//
 // This room knows the file format and nothing about models. A file is
 //
 //   magic "GGUF" | u32 version (3; 2 accepted) | u64 n_tensors | u64 n_kv

@@ -1,22 +1,24 @@
 // gpu_segment.c — layers 0..N-1 on the CUDA device, each crossing timed.
 //
-// The layer forward here is engine.c's, op for op, over the CUDA backend's
-// C API (kernels/seam_cuda.h): the same norms, projections, RoPE, attention
-// over an f16 or q8_0 KV cache and gated FFN, on device buffers. Per-token values
-// (the position) live in a device step buffer, so the segment is captured
-// once as a CUDA graph and replayed: launch overhead is one graph launch a
-// token instead of ~15 launches a layer.
+// Each layer is model/layer.c's recipe over the CUDA backend's operations
+// (below, on kernels/seam_cuda.h): the same norms, projections, RoPE,
+// attention over an f16 or q8_0 KV cache and gated FFN or experts as the
+// CPU's, on device buffers. Per-token values (the position) live in a
+// device step buffer, so a decoded token's segment is captured once as a
+// CUDA graph and replayed: launch overhead is one graph launch a token
+// instead of ~15 launches a layer.
 //
-// A prompt's batch can instead cross the layers as matrix products
-// (gpu_segment_prefill): the same ops over SEAM_UBATCH rows -- norms, RoPE
-// at each row's position, elementwise ones over the whole batch -- with
-// each projection one cuBLAS GEMM on the weights dequantised to f16, and
-// the KV append and attention per token of the batch, each token seeing the
-// positions up to its own.
+// A prompt's batch can instead cross the layers as matrix products: the
+// same recipe over SEAM_UBATCH rows -- norms, RoPE at each row's position,
+// elementwise ones over the whole batch -- with each projection one cuBLAS
+// GEMM on the weights dequantised to f16, and the KV append and attention
+// per token of the batch, each token seeing the positions up to its own.
 #include "gpu/gpu_segment.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "model/layer.h"
 
 enum { PREFILL_BUFFERS = 11 };
 // cuBLAS's workspace, given to it (cublasSetWorkspace) so that the plan
@@ -58,7 +60,7 @@ uint64_t gpu_segment_prefill_bytes(const seam_model *m, int n_layers, seam_gpu_p
 
 gpu_scratch_cols gpu_segment_scratch_cols(const seam_config *c) {
     const int64_t q_dim = (int64_t)c->n_heads * c->head_dim;
-    const int64_t hidden = c->n_expert ? c->n_ff_exp : c->n_ff;  // as engine_init sizes it
+    const int64_t hidden = c->n_expert ? c->n_ff_exp : c->n_ff;  // as the CPU backend sizes it
     const int64_t wide = q_dim > c->n_embd ? q_dim : c->n_embd;
     gpu_scratch_cols cols = {.scratch = wide > hidden ? wide : hidden, .hidden = 0};
     if (c->n_expert) cols.hidden = c->n_ff_exp > c->n_embd ? c->n_ff_exp : c->n_embd;
@@ -82,19 +84,14 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
 
 void gpu_segment_free(gpu_segment *g) {}
 
-int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_timeline *tl, seam_token_time *tt,
-                        seam_error *e) {
+int gpu_segment_run(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
+                    seam_token_time *tt, seam_error *e) {
     return seam_fail(e, "this seam was built without CUDA");
 }
 
 bool gpu_segment_gemm(const gpu_segment *g, int n) { return false; }
 
 const char *gpu_segment_graph_failure(const gpu_segment *g) { return NULL; }
-
-int gpu_segment_prefill(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
-                        seam_token_time *tt, seam_error *e) {
-    return seam_fail(e, "this seam was built without CUDA");
-}
 
 #else
 
@@ -161,9 +158,12 @@ struct gpu_segment {
     float *x_pinned;          // (n_embd; SEAM_UBATCH rows with a batched path) pinned: hidden states crossing the bus
     float *logits_dev;        // (n_vocab) when head
     float *logits_pinned;     // (n_vocab) pinned, when head: the logits crossing the bus, handed to the engine
-    float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;  // device activations, shapes as engine.h's
+    layer_backend layer;      // the recipe's view (model/layer.h): the CUDA ops, this segment, the cache's
+                              // rotation, and the activations of what runs: `token`'s or `batch`'s
+    layer_acts token;         // one decoded token's activations on the device (one row each)
     float *scores;            // (n_heads, n_ctx) attention scores past the shared memory (gpu_activation_bytes)
-    float *router, *moe;      // (n_expert) router logits; (n_embd) the experts' weighted sum (MoE)
+    float *router;            // (n_expert) router logits (MoE)
+    float *expert_out;        // (n_embd) one chosen expert's output, before it joins the weighted sum (MoE)
     int32_t *chosen;          // (n_expert_used) the experts the router picked, by rank (MoE)
     float *weights;           // (n_expert_used) their renormalised weights (MoE)
     void *scratch;            // quantised activations of the widest input (gpu_segment_scratch_cols)
@@ -172,12 +172,10 @@ struct gpu_segment {
     seam_cuda_stream *copy_stream;  // stream: the weight copies, beside the compute stream
     void *staging[2];         // stream: two device buffers the overflow layers take turns in
     stream_events *streamed;  // stream: [n_layers - resident]
-    // the batched prefill (gpu_segment_prefill; NULL where prefill_sizes says it does not run: under
+    // the batched prefill (NULL where prefill_sizes says it does not run: under
     // --gpu-prefill tokens, for MoE layers, with no layers)
     seam_cuda_blas *blas;     // cuBLAS on the compute stream
-    float *bx, *bxb, *bxb2;   // (SEAM_UBATCH, n_embd), (SEAM_UBATCH, max(n_embd, q_dim)), (SEAM_UBATCH, n_embd)
-    float *bq, *bk, *bv;      // (SEAM_UBATCH, q_dim), (SEAM_UBATCH, kv_dim) x2
-    float *bhb, *bhb2;        // (SEAM_UBATCH, n_ff) FFN gate, up
+    layer_acts batch;         // SEAM_UBATCH rows each
     uint16_t *x16;            // (SEAM_UBATCH, widest input) a product's input in f16
     uint16_t *w16;            // the largest matrix of the segment's layers in f16
     void *blas_workspace;     // GPU_BLAS_WORKSPACE_BYTES, cuBLAS's
@@ -286,6 +284,135 @@ static int place_layer(gpu_segment *g, int il, seam_error *e) {
            dev_alloc(g, &kv->v, kv->rows * ggml_row_bytes(kv->v_type, kv_dim), "a layer's V cache", e);
 }
 
+// ---------------------------------------------------------------- the layer's operations
+//
+// model/layer.h's operations on the device, each one kernel launch or a
+// few, on the segment's stream (and so into its graph when one is being
+// captured). A token's products are matvecs over the quantised weights;
+// a batch's are cuBLAS GEMMs over the weights turned to f16.
+
+static int op_rmsnorm(void *be, float *out, const float *x, const seam_tensor *w, int rows, int cols, seam_error *e) {
+    gpu_segment *g = be;
+    return seam_cuda_rmsnorm(g->stream, out, x, w->data, rows, cols, g->model->cfg.rms_eps, e);
+}
+
+static int matvec(gpu_segment *g, const seam_tensor *w, const float *x, float *out, seam_error *e) {
+    return seam_cuda_matvec(g->stream, w->type, w->data, w->rows, w->cols, x, out, g->scratch, e);
+}
+
+static int op_matmul(void *be, int n_mats, const seam_tensor *const w[], const float *x, float *const out[], int n,
+                     seam_error *e) {
+    gpu_segment *g = be;
+    if (n == 1) {
+        for (int i = 0; i < n_mats; i++)
+            if (matvec(g, w[i], x, out[i], e)) return -1;
+        return 0;
+    }
+    // the batch's input in f16 once, for every matrix that shares it
+    if (seam_cuda_quantize(g->stream, GGML_TYPE_F16, x, g->x16, (int64_t)n * w[0]->cols, e)) return -1;
+    for (int i = 0; i < n_mats; i++)
+        if (seam_cuda_matmul(g->blas, g->stream, w[i]->type, w[i]->data, w[i]->rows, w[i]->cols, g->x16, n, out[i],
+                             g->w16, e))
+            return -1;
+    return 0;
+}
+
+static int op_add_bias(void *be, float *x, const seam_tensor *b, int n, int cols, seam_error *e) {
+    return seam_cuda_add_rows(((gpu_segment *)be)->stream, x, b->data, n, cols, e);
+}
+
+static int op_add(void *be, float *x, const float *y, int n, int cols, seam_error *e) {
+    return seam_cuda_add(((gpu_segment *)be)->stream, x, y, n * cols, e);
+}
+
+static int op_scale(void *be, float *x, float s, int n, int cols, seam_error *e) {
+    return seam_cuda_scale(((gpu_segment *)be)->stream, x, s, n * cols, e);
+}
+
+// Row t at position step[t].pos (the step buffer, so that a graph replays
+// at every position).
+static int op_rope(void *be, int il, float *q, float *k, int n, seam_error *e) {
+    gpu_segment *g = be;
+    const seam_config *c = &g->model->cfg;
+    const bool swa = c->layer_swa[il];
+    const float base = swa ? c->rope_base_swa : c->rope_base, freq_scale = swa ? 1.0f : c->rope_scale;
+    return seam_cuda_rope(g->stream, q, n, c->n_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox,
+                          g->step, e) ||
+           seam_cuda_rope(g->stream, k, n, c->n_kv_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox,
+                          g->step, e);
+}
+
+static int op_rotate(void *be, float *x, int n, int cols, int block, seam_error *e) {
+    return seam_cuda_fwht(((gpu_segment *)be)->stream, x, n * cols, block, e);
+}
+
+// Token by token: each token's keys join the cache before the next token
+// attends, and each attends to the positions up to its own.
+static int op_kv_append(void *be, int il, const float *k, const float *v, int n, seam_error *e) {
+    gpu_segment *g = be;
+    const seam_config *c = &g->model->cfg;
+    const int kv_dim = c->n_kv_heads * c->head_dim;
+    for (int t = 0; t < n; t++)
+        if (seam_cuda_kv_append(g->stream, &g->layers[il].kv, k + (size_t)t * kv_dim, v + (size_t)t * kv_dim, kv_dim,
+                                g->n_ctx, g->step + t, e))
+            return -1;
+    return 0;
+}
+
+static int op_attention(void *be, int il, float *out, const float *q, int n, seam_error *e) {
+    gpu_segment *g = be;
+    const seam_config *c = &g->model->cfg;
+    const int q_dim = c->n_heads * c->head_dim;
+    for (int t = 0; t < n; t++)
+        if (seam_cuda_attention(g->stream, out + (size_t)t * q_dim, q + (size_t)t * q_dim, &g->layers[il].kv,
+                                c->n_heads, c->n_kv_heads, c->head_dim, g->n_ctx, c->layer_swa[il] ? c->n_swa : 0,
+                                c->kq_scale, g->scores, g->step + t, e))
+            return -1;
+    return 0;
+}
+
+static int op_glu(void *be, float *gate, const float *up, int n, int cols, bool gelu, seam_error *e) {
+    gpu_segment *g = be;
+    return gelu ? seam_cuda_geglu(g->stream, gate, up, n * cols, e) : seam_cuda_swiglu(g->stream, gate, up, n * cols, e);
+}
+
+// One token's experts (the segment takes an MoE layer's tokens one by one,
+// gpu_segment_gemm): the router picks k experts into g->chosen and
+// g->weights on the device, and each chosen expert's SwiGLU FFN runs on the
+// rows of its slice, found from that index, its output weighted into out.
+static int op_moe(void *be, const seam_layer_weights *l, const float *x, float *out, int n, seam_error *e) {
+    gpu_segment *g = be;
+    const seam_config *c = &g->model->cfg;
+    seam_cuda_stream *s = g->stream;
+    const int E = c->n_embd, F = c->n_ff_exp, n_exp = c->n_expert;
+    const seam_tensor *gate = &l->ffn_gate_exps, *up = &l->ffn_up_exps, *down = &l->ffn_down_exps;
+    float *hb = g->token.hb, *hb2 = g->token.hb2;
+    if (n != 1) return seam_fail(e, "the GPU's experts take one token at a time (got %d)", n);
+    if (matvec(g, &l->ffn_gate_inp, x, g->router, e) ||
+        seam_cuda_moe_route(s, g->router, n_exp, c->n_expert_used, g->chosen, g->weights, e) ||
+        seam_cuda_quantize(s, gate->type, x, g->scratch, E, e))
+        return -1;
+    for (int j = 0; j < c->n_expert_used; j++) {
+        const int32_t *ex = g->chosen + j;
+        // gate and up share the input's quantisation when their types do
+        if (up->type != gate->type && seam_cuda_quantize(s, up->type, x, g->scratch_hidden, E, e)) return -1;
+        const void *up_act = up->type != gate->type ? g->scratch_hidden : g->scratch;
+        if (seam_cuda_matvec_expert(s, gate->type, gate->data, n_exp, F, E, ex, g->scratch, hb, e) ||
+            seam_cuda_matvec_expert(s, up->type, up->data, n_exp, F, E, ex, up_act, hb2, e) ||
+            seam_cuda_swiglu(s, hb, hb2, F, e) || seam_cuda_quantize(s, down->type, hb, g->scratch_hidden, F, e) ||
+            seam_cuda_matvec_expert(s, down->type, down->data, n_exp, E, F, ex, g->scratch_hidden, g->expert_out, e) ||
+            seam_cuda_moe_accumulate(s, out, g->expert_out, g->weights, j, E, e))
+            return -1;
+    }
+    return 0;
+}
+
+static const layer_ops gpu_layer_ops = {
+    .rmsnorm = op_rmsnorm, .matmul = op_matmul,     .add_bias = op_add_bias, .add = op_add,
+    .scale = op_scale,     .rope = op_rope,         .rotate = op_rotate,     .kv_append = op_kv_append,
+    .attention = op_attention, .glu = op_glu,       .moe = op_moe,
+};
+
 int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *plan, int n_ctx, bool use_graph,
                      seam_error *e) {
     *out = NULL;
@@ -311,7 +438,7 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     g->use_graph = use_graph && !(g->overflow == OVERFLOW_STREAM && g->resident < g->n_layers);
     g->layers = calloc((size_t)(g->n_layers > 0 ? g->n_layers : 1), sizeof *g->layers);
     const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    const int hidden = c->n_expert ? c->n_ff_exp : c->n_ff;  // as engine_init sizes it
+    const int hidden = c->n_expert ? c->n_ff_exp : c->n_ff;  // as the CPU backend sizes it
     const int wide = q_dim > c->n_embd ? q_dim : c->n_embd;
     const gpu_scratch_cols cols = gpu_segment_scratch_cols(c);
     int rc = !g->layers ? seam_fail(e, "out of memory") : 0;
@@ -324,26 +451,27 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     rc = rc || seam_cuda_host_alloc((void **)&g->step_host, SEAM_UBATCH * sizeof *g->step_host, e) ||
          seam_cuda_host_alloc((void **)&g->x_pinned, x_rows * c->n_embd * sizeof(float), e);
     rc = rc || dev_alloc(g, (void **)&g->step, SEAM_UBATCH * sizeof *g->step, "the steps", e) ||
-         dev_alloc(g, (void **)&g->x, (size_t)c->n_embd * 4, "activations", e) ||
-         dev_alloc(g, (void **)&g->xb, (size_t)wide * 4, "activations", e) ||
-         dev_alloc(g, (void **)&g->xb2, (size_t)c->n_embd * 4, "activations", e) ||
-         dev_alloc(g, (void **)&g->q, (size_t)q_dim * 4, "activations", e) ||
-         dev_alloc(g, (void **)&g->k, (size_t)kv_dim * 4, "activations", e) ||
-         dev_alloc(g, (void **)&g->v, (size_t)kv_dim * 4, "activations", e) ||
-         dev_alloc(g, (void **)&g->hb, (size_t)hidden * 4, "activations", e) ||
-         dev_alloc(g, (void **)&g->hb2, (size_t)hidden * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->token.x, (size_t)c->n_embd * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->token.xb, (size_t)wide * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->token.xb2, (size_t)c->n_embd * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->token.q, (size_t)q_dim * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->token.k, (size_t)kv_dim * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->token.v, (size_t)kv_dim * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->token.hb, (size_t)hidden * 4, "activations", e) ||
+         dev_alloc(g, (void **)&g->token.hb2, (size_t)hidden * 4, "activations", e) ||
          dev_alloc(g, (void **)&g->scores, (size_t)c->n_heads * n_ctx * 4, "attention scores", e) ||
          dev_alloc(g, &g->scratch, seam_cuda_matvec_scratch_bytes(cols.scratch), "quantised activations", e);
     if (c->n_expert)
         rc = rc || dev_alloc(g, (void **)&g->router, (size_t)c->n_expert * 4, "the router's logits", e) ||
-             dev_alloc(g, (void **)&g->moe, (size_t)c->n_embd * 4, "activations", e) ||
+             dev_alloc(g, (void **)&g->expert_out, (size_t)c->n_embd * 4, "activations", e) ||
              dev_alloc(g, (void **)&g->chosen, (size_t)c->n_expert_used * 4, "the chosen experts", e) ||
              dev_alloc(g, (void **)&g->weights, (size_t)c->n_expert_used * 4, "the experts' weights", e) ||
              dev_alloc(g, &g->scratch_hidden, seam_cuda_matvec_scratch_bytes(cols.hidden), "quantised activations", e);
     if (batched) {
         void **const batch_buf[PREFILL_BUFFERS] = {
-            (void **)&g->bx, (void **)&g->bxb, (void **)&g->bxb2, (void **)&g->bq,  (void **)&g->bk,
-            (void **)&g->bv, (void **)&g->bhb, (void **)&g->bhb2, (void **)&g->x16, (void **)&g->w16,
+            (void **)&g->batch.x, (void **)&g->batch.xb, (void **)&g->batch.xb2, (void **)&g->batch.q,
+            (void **)&g->batch.k, (void **)&g->batch.v,  (void **)&g->batch.hb,  (void **)&g->batch.hb2,
+            (void **)&g->x16,     (void **)&g->w16,
             &g->blas_workspace,
         };
         for (int i = 0; i < PREFILL_BUFFERS; i++)
@@ -370,6 +498,7 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
                  seam_cuda_event_create(&se->done, e);
         }
     }
+    g->layer = (layer_backend){.ops = &gpu_layer_ops, .be = g, .acts = g->token, .rot_k = g->rot_k, .rot_v = g->rot_v};
     for (int il = 0; !rc && il < g->n_layers; il++) rc = place_layer(g, il, e);
     if (!rc && g->head)
         rc = upload(g, &g->output_norm, &m->w.output_norm, e) || upload(g, &g->output, &m->w.output, e) ||
@@ -410,146 +539,6 @@ void gpu_segment_free(gpu_segment *g) {
     free(g);
 }
 
-static int matvec(gpu_segment *g, const seam_tensor *w, const float *x, float *out, seam_error *e) {
-    return seam_cuda_matvec(g->stream, w->type, w->data, w->rows, w->cols, x, out, g->scratch, e);
-}
-
-// engine.c's moe_block, on the device: the router picks k experts into
-// g->chosen and g->weights, and each chosen expert's SwiGLU FFN runs on the
-// rows of its slice, found from the index in device memory.
-static int moe_forward(gpu_segment *g, const seam_layer_weights *l, seam_error *e) {
-    const seam_config *c = &g->model->cfg;
-    seam_cuda_stream *s = g->stream;
-    const int E = c->n_embd, F = c->n_ff_exp, n_exp = c->n_expert;
-    const seam_tensor *gate = &l->ffn_gate_exps, *up = &l->ffn_up_exps, *down = &l->ffn_down_exps;
-    if (matvec(g, &l->ffn_gate_inp, g->xb, g->router, e) ||
-        seam_cuda_moe_route(s, g->router, n_exp, c->n_expert_used, g->chosen, g->weights, e) ||
-        seam_cuda_quantize(s, gate->type, g->xb, g->scratch, E, e))
-        return -1;
-    for (int j = 0; j < c->n_expert_used; j++) {
-        const int32_t *ex = g->chosen + j;
-        // gate and up share the input's quantisation when their types do
-        if (up->type != gate->type && seam_cuda_quantize(s, up->type, g->xb, g->scratch_hidden, E, e)) return -1;
-        const void *up_act = up->type != gate->type ? g->scratch_hidden : g->scratch;
-        if (seam_cuda_matvec_expert(s, gate->type, gate->data, n_exp, F, E, ex, g->scratch, g->hb, e) ||
-            seam_cuda_matvec_expert(s, up->type, up->data, n_exp, F, E, ex, up_act, g->hb2, e) ||
-            seam_cuda_swiglu(s, g->hb, g->hb2, F, e) || seam_cuda_quantize(s, down->type, g->hb, g->scratch_hidden, F, e) ||
-            seam_cuda_matvec_expert(s, down->type, down->data, n_exp, E, F, ex, g->scratch_hidden, g->xb2, e) ||
-            seam_cuda_moe_accumulate(s, g->moe, g->xb2, g->weights, j, E, e))
-            return -1;
-    }
-    return seam_cuda_add(s, g->x, g->moe, E, e);
-}
-
-// engine.c's attention_block and ffn_block, on the device.
-static int layer_forward(gpu_segment *g, int il, seam_error *e) {
-    const seam_config *c = &g->model->cfg;
-    const gpu_layer *L = &g->layers[il];
-    const seam_layer_weights *l = &L->w;
-    seam_cuda_stream *s = g->stream;
-    const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    const bool swa = c->layer_swa[il];
-    const float base = swa ? c->rope_base_swa : c->rope_base, freq_scale = swa ? 1.0f : c->rope_scale;
-
-    if (seam_cuda_rmsnorm(s, g->xb, g->x, l->attn_norm.data, 1, c->n_embd, c->rms_eps, e) ||
-        matvec(g, &l->wq, g->xb, g->q, e) || matvec(g, &l->wk, g->xb, g->k, e) || matvec(g, &l->wv, g->xb, g->v, e))
-        return -1;
-    if (c->qkv_bias && (seam_cuda_add(s, g->q, l->bq.data, q_dim, e) || seam_cuda_add(s, g->k, l->bk.data, kv_dim, e) ||
-                        seam_cuda_add(s, g->v, l->bv.data, kv_dim, e)))
-        return -1;
-    if (c->qk_norm && (seam_cuda_rmsnorm(s, g->q, g->q, l->q_norm.data, c->n_heads, c->head_dim, c->rms_eps, e) ||
-                       seam_cuda_rmsnorm(s, g->k, g->k, l->k_norm.data, c->n_kv_heads, c->head_dim, c->rms_eps, e)))
-        return -1;
-    if (seam_cuda_rope(s, g->q, 1, c->n_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e) ||
-        seam_cuda_rope(s, g->k, 1, c->n_kv_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e))
-        return -1;
-    if (c->q_scale != 1.0f && seam_cuda_scale(s, g->q, c->q_scale, q_dim, e)) return -1;
-    // a quantised cache takes them turned, as engine_qkv_ready does
-    if (g->rot_k && (seam_cuda_fwht(s, g->q, q_dim, g->rot_k, e) || seam_cuda_fwht(s, g->k, kv_dim, g->rot_k, e)))
-        return -1;
-    if (g->rot_v && seam_cuda_fwht(s, g->v, kv_dim, g->rot_v, e)) return -1;
-    if (seam_cuda_kv_append(s, &L->kv, g->k, g->v, kv_dim, g->n_ctx, g->step, e) ||
-        seam_cuda_attention(s, g->xb, g->q, &L->kv, c->n_heads, c->n_kv_heads, c->head_dim, g->n_ctx,
-                            swa ? c->n_swa : 0, c->kq_scale, g->scores, g->step, e) ||
-        (g->rot_v && seam_cuda_fwht(s, g->xb, q_dim, g->rot_v, e)) || matvec(g, &l->wo, g->xb, g->xb2, e))
-        return -1;
-    if (c->post_norms && seam_cuda_rmsnorm(s, g->xb2, g->xb2, l->attn_post_norm.data, 1, c->n_embd, c->rms_eps, e))
-        return -1;
-    if (seam_cuda_add(s, g->x, g->xb2, c->n_embd, e)) return -1;
-
-    if (seam_cuda_rmsnorm(s, g->xb, g->x, l->ffn_norm.data, 1, c->n_embd, c->rms_eps, e)) return -1;
-    if (c->n_expert) return moe_forward(g, l, e);
-    if (matvec(g, &l->w_gate, g->xb, g->hb, e) || matvec(g, &l->w_up, g->xb, g->hb2, e)) return -1;
-    if (c->ffn_gelu ? seam_cuda_geglu(s, g->hb, g->hb2, c->n_ff, e) : seam_cuda_swiglu(s, g->hb, g->hb2, c->n_ff, e))
-        return -1;
-    if (matvec(g, &l->w_down, g->hb, g->xb2, e)) return -1;
-    if (c->post_norms && seam_cuda_rmsnorm(s, g->xb2, g->xb2, l->ffn_post_norm.data, 1, c->n_embd, c->rms_eps, e))
-        return -1;
-    return seam_cuda_add(s, g->x, g->xb2, c->n_embd, e);
-}
-
-// out (n, w->rows) = the batch's x16 (n, w->cols) . W^T on cuBLAS.
-static int matmul(gpu_segment *g, const seam_tensor *w, int n, float *out, seam_error *e) {
-    return seam_cuda_matmul(g->blas, g->stream, w->type, w->data, w->rows, w->cols, g->x16, n, out, g->w16, e);
-}
-
-// x (n, cols) into x16, the input the next products share.
-static int to_f16(gpu_segment *g, const float *x, int n, int cols, seam_error *e) {
-    return seam_cuda_quantize(g->stream, GGML_TYPE_F16, x, g->x16, (int64_t)n * cols, e);
-}
-
-// layer_forward for a batch of n tokens at positions g->step[0..n-1]: the
-// same ops over n rows, the projections as matrix products, the KV append
-// and attention token by token (token t attends to positions up to its own).
-static int layer_prefill(gpu_segment *g, int il, int n, seam_error *e) {
-    const seam_config *c = &g->model->cfg;
-    const gpu_layer *L = &g->layers[il];
-    const seam_layer_weights *l = &L->w;
-    seam_cuda_stream *s = g->stream;
-    const int E = c->n_embd, F = c->n_ff, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    const bool swa = c->layer_swa[il];
-    const float base = swa ? c->rope_base_swa : c->rope_base, freq_scale = swa ? 1.0f : c->rope_scale;
-
-    if (seam_cuda_rmsnorm(s, g->bxb, g->bx, l->attn_norm.data, n, E, c->rms_eps, e) || to_f16(g, g->bxb, n, E, e) ||
-        matmul(g, &l->wq, n, g->bq, e) || matmul(g, &l->wk, n, g->bk, e) || matmul(g, &l->wv, n, g->bv, e))
-        return -1;
-    if (c->qkv_bias && (seam_cuda_add_rows(s, g->bq, l->bq.data, n, q_dim, e) ||
-                        seam_cuda_add_rows(s, g->bk, l->bk.data, n, kv_dim, e) ||
-                        seam_cuda_add_rows(s, g->bv, l->bv.data, n, kv_dim, e)))
-        return -1;
-    if (c->qk_norm &&
-        (seam_cuda_rmsnorm(s, g->bq, g->bq, l->q_norm.data, n * c->n_heads, c->head_dim, c->rms_eps, e) ||
-         seam_cuda_rmsnorm(s, g->bk, g->bk, l->k_norm.data, n * c->n_kv_heads, c->head_dim, c->rms_eps, e)))
-        return -1;
-    if (seam_cuda_rope(s, g->bq, n, c->n_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e) ||
-        seam_cuda_rope(s, g->bk, n, c->n_kv_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox, g->step, e))
-        return -1;
-    if (c->q_scale != 1.0f && seam_cuda_scale(s, g->bq, c->q_scale, n * q_dim, e)) return -1;
-    if (g->rot_k && (seam_cuda_fwht(s, g->bq, n * q_dim, g->rot_k, e) || seam_cuda_fwht(s, g->bk, n * kv_dim, g->rot_k, e)))
-        return -1;
-    if (g->rot_v && seam_cuda_fwht(s, g->bv, n * kv_dim, g->rot_v, e)) return -1;
-    for (int t = 0; t < n; t++)
-        if (seam_cuda_kv_append(s, &L->kv, g->bk + (size_t)t * kv_dim, g->bv + (size_t)t * kv_dim, kv_dim, g->n_ctx,
-                                g->step + t, e) ||
-            seam_cuda_attention(s, g->bxb + (size_t)t * q_dim, g->bq + (size_t)t * q_dim, &L->kv, c->n_heads,
-                                c->n_kv_heads, c->head_dim, g->n_ctx, swa ? c->n_swa : 0, c->kq_scale, g->scores,
-                                g->step + t, e))
-            return -1;
-    if (g->rot_v && seam_cuda_fwht(s, g->bxb, n * q_dim, g->rot_v, e)) return -1;
-    if (to_f16(g, g->bxb, n, q_dim, e) || matmul(g, &l->wo, n, g->bxb2, e)) return -1;
-    if (c->post_norms && seam_cuda_rmsnorm(s, g->bxb2, g->bxb2, l->attn_post_norm.data, n, E, c->rms_eps, e)) return -1;
-    if (seam_cuda_add(s, g->bx, g->bxb2, n * E, e)) return -1;
-
-    if (seam_cuda_rmsnorm(s, g->bxb, g->bx, l->ffn_norm.data, n, E, c->rms_eps, e) || to_f16(g, g->bxb, n, E, e) ||
-        matmul(g, &l->w_gate, n, g->bhb, e) || matmul(g, &l->w_up, n, g->bhb2, e))
-        return -1;
-    if (c->ffn_gelu ? seam_cuda_geglu(s, g->bhb, g->bhb2, n * F, e) : seam_cuda_swiglu(s, g->bhb, g->bhb2, n * F, e))
-        return -1;
-    if (to_f16(g, g->bhb, n, F, e) || matmul(g, &l->w_down, n, g->bxb2, e)) return -1;
-    if (c->post_norms && seam_cuda_rmsnorm(s, g->bxb2, g->bxb2, l->ffn_post_norm.data, n, E, c->rms_eps, e)) return -1;
-    return seam_cuda_add(s, g->bx, g->bxb2, n * E, e);
-}
-
 // Streamed layer i's weights into its staging buffer, on the copy stream,
 // once the layer that last used the buffer (i - 2) has run.
 static int issue_copy(gpu_segment *g, int i, seam_error *e) {
@@ -561,8 +550,9 @@ static int issue_copy(gpu_segment *g, int i, seam_error *e) {
            seam_cuda_event_record(se->copy_end, g->copy_stream, e);
 }
 
-// Every layer of the segment, for one token (n = 0: decode's buffers) or a
-// prefill batch of n, and the head (on the last token) when head. Streamed
+// Every layer of the segment by the recipe (model/layer.c), for one token
+// or a prefill batch of n (the activations g->layer holds), and the head
+// (on the last token) when head. Streamed
 // layers: the first two copies start with the token, under the resident
 // layers' compute; each later copy waits for its buffer's previous layer,
 // and each streamed layer waits for its own copy (the wait timed by events,
@@ -581,13 +571,13 @@ static int enqueue_segment(gpu_segment *g, int n, bool head, seam_error *e) {
                 seam_cuda_event_record(se->wait_end, g->stream, e))
                 return -1;
         }
-        if (n ? layer_prefill(g, il, n, e) : layer_forward(g, il, e)) return -1;
+        if (layer_forward(&g->layer, c, il, &g->layers[il].w, n, e)) return -1;
         if (i >= 0 && n_streamed &&
             (seam_cuda_event_record(g->streamed[i].done, g->stream, e) || (i + 2 < n_streamed && issue_copy(g, i + 2, e))))
             return -1;
     }
     if (!head) return 0;
-    float *x = n ? g->bx + (size_t)(n - 1) * c->n_embd : g->x;
+    float *x = g->layer.acts.x + (size_t)(n - 1) * c->n_embd;
     if (seam_cuda_rmsnorm(g->stream, x, x, g->output_norm.data, 1, c->n_embd, c->rms_eps, e) ||
         matvec(g, &g->output, x, g->logits_dev, e))
         return -1;
@@ -636,7 +626,7 @@ static int record_streamed(gpu_segment *g, seam_timeline *tl, int token, seam_er
 // the op's error is the one reported.
 static int capture_segment(gpu_segment *g, seam_error *e) {
     if (seam_cuda_graph_begin(g->stream, e)) return -1;
-    if (enqueue_segment(g, 0, g->head, e)) {
+    if (enqueue_segment(g, 1, g->head, e)) {
         seam_cuda_graph_discard(g->stream);
         return -1;
     }
@@ -659,27 +649,37 @@ static bool replay_graph(gpu_segment *g) {
 
 const char *gpu_segment_graph_failure(const gpu_segment *g) { return g->graph_failure[0] ? g->graph_failure : NULL; }
 
-// One token (n = 0: decode's buffers, the graph) or a prefill batch of n
-// (x: n rows) at positions pos0.. through the segment: x crosses to the
-// device, the layers run, and either the hidden states cross back into x or,
-// with head, the (last token's) logits cross back into the pinned buffer.
-static int run_segment(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
-                       seam_token_time *tt, seam_error *e) {
+// n tokens at positions pos0.. through the segment: one decoded token (its
+// buffers, and the graph), or a prompt's batch of n as matrix products.
+// x (n, n_embd) crosses to the device, the layers run, and either the hidden
+// states cross back into x or, with head, the last token's logits cross back
+// into the pinned buffer.
+int gpu_segment_run(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
+                    seam_token_time *tt, seam_error *e) {
     const seam_config *c = &g->model->cfg;
-    const int token = tt->token, rows = n ? n : 1;
-    const size_t x_bytes = (size_t)rows * c->n_embd * sizeof(float);
-    float *x_dev = n ? g->bx : g->x;
+    if (n > 1 && !g->blas)
+        return seam_fail(e, "the GPU layers take no batch here (planned with --gpu-prefill %s): the GEMM's buffers "
+                            "exist only under gemm or auto, for dense layers (MoE layers run token by token)",
+                         gpu_prefill_name[g->prefill]);
+    if (n < 1 || n > SEAM_UBATCH) return seam_fail(e, "a GPU batch holds 1..%d tokens (got %d)", SEAM_UBATCH, n);
+    // a single token runs the head whenever the segment has it, so that one
+    // captured graph serves every decoded token (and a prompt's, one by one)
+    head = g->head && (head || n == 1);
+    g->layer.acts = n == 1 ? g->token : g->batch;
+    const int token = tt->token;
+    const size_t x_bytes = (size_t)n * c->n_embd * sizeof(float);
+    float *x_dev = g->layer.acts.x;
     // the hidden states cross to the device, then the positions follow (the
     // steps are bookkeeping of the graph, not a crossing of the model's data:
     // their copy lands in the report's "other", not in the crossing's wait)
     memcpy(g->x_pinned, x, x_bytes);
     if (crossing(g, CROSS_H2D, x_dev, g->x_pinned, x_bytes, 0, token, tl, e)) return -1;
-    for (int t = 0; t < rows; t++) g->step_host[t] = (seam_cuda_step){.token = 0, .pos = pos0 + t};  // rows looked up on the host
-    if (seam_cuda_copy_h2d(g->stream, g->step, g->step_host, (size_t)rows * sizeof *g->step, e)) return -1;
+    for (int t = 0; t < n; t++) g->step_host[t] = (seam_cuda_step){.token = 0, .pos = pos0 + t};  // rows looked up on the host
+    if (seam_cuda_copy_h2d(g->stream, g->step, g->step_host, (size_t)n * sizeof *g->step, e)) return -1;
 
     // the segment: a token's captured once, replayed after; timed from the
     // GPU taking up its launch to its last op (the report's "GPU layers")
-    const bool graph = n == 0 && replay_graph(g);
+    const bool graph = n == 1 && replay_graph(g);
     if (seam_cuda_event_record(g->ev_start, g->stream, e)) return -1;
     if (graph ? seam_cuda_graph_launch(g->graph, g->stream, e) : enqueue_segment(g, n, head, e)) return -1;
     float ms = 0;
@@ -702,25 +702,9 @@ static int run_segment(gpu_segment *g, float *x, int n, int pos0, bool head, flo
     return 0;
 }
 
-int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_timeline *tl, seam_token_time *tt,
-                        seam_error *e) {
-    return run_segment(g, x, 0, pos, g->head, logits, tl, tt, e);
-}
-
 bool gpu_segment_gemm(const gpu_segment *g, int n) {
     if (!g->blas || n < 2 || n > SEAM_UBATCH) return false;
     return g->prefill == GPU_PREFILL_GEMM || (g->prefill == GPU_PREFILL_AUTO && n >= GPU_GEMM_MIN_BATCH);
-}
-
-int gpu_segment_prefill(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
-                        seam_token_time *tt, seam_error *e) {
-    if (!g->blas)
-        return seam_fail(e, "the GPU layers take no batch here (planned with --gpu-prefill %s): the GEMM's buffers "
-                            "exist only under gemm or auto, for dense layers (MoE layers run token by token)",
-                         gpu_prefill_name[g->prefill]);
-    if (n < 2 || n > SEAM_UBATCH)
-        return seam_fail(e, "a GPU prefill batch holds 2..%d tokens (got %d)", SEAM_UBATCH, n);
-    return run_segment(g, x, n, pos0, head && g->head, logits, tl, tt, e);
 }
 
 #endif

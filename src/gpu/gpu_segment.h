@@ -2,6 +2,10 @@
 // head, when the plan puts it there) run on the CUDA device, one stream, the
 // whole segment captured once as a CUDA graph and replayed for every token.
 //
+// Floor src/gpu/: the CUDA backend's host side, over kernels/ (the CUDA
+// kernels and their C API, seam_cuda.h, a floor of its own below this one).
+// Above cpu/ and model/.
+//
 // The engine calls it between its host-side steps; every move of data
 // between host and device goes through the segment's crossing function,
 // which records it in the timeline.
@@ -33,15 +37,19 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
                      seam_error *e);
 void gpu_segment_free(gpu_segment *g);
 
-// One token through the GPU layers: x (n_embd, host) crosses to the device,
-// the layers run, and either the hidden state crosses back into x or, when
-// the head is on the GPU, the logits cross back into the segment's pinned
-// buffer and *logits points at it (n_vocab, valid until the next call).
-// Records the crossings (as token tt->token) and fills tt's GPU segment time
-// (CUDA events around the segment on its stream: from the GPU taking up its
-// launch -- the graph's, or the first op's without graphs -- to its last op).
-int gpu_segment_forward(gpu_segment *g, float *x, float **logits, int pos, seam_timeline *tl, seam_token_time *tt,
-                        seam_error *e);
+// n tokens (1..SEAM_UBATCH) at positions pos0.. through the GPU layers: x
+// (n, n_embd, host) crosses to the device, the layers run, and either the
+// hidden states cross back into x or, when head and the head is on the GPU,
+// the last token's logits cross back into the segment's pinned buffer and
+// *logits points at it (n_vocab, valid until the next call). A single token
+// is decode's: its own buffers, the graph, and the head whenever the segment
+// has it; a batch is a prompt's, as matrix products (gpu_segment_gemm must
+// take it). Records the crossings (as token tt->token) and fills tt's GPU
+// segment time (CUDA events around the segment on its stream: from the GPU
+// taking up its launch -- the graph's, or the first op's without graphs --
+// to its last op; a batch's whole).
+int gpu_segment_run(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
+                    seam_token_time *tt, seam_error *e);
 
 // Why the segment's CUDA graph could not be captured, or NULL: the segment
 // then runs op by op (the first token always does, before the capture).
@@ -70,15 +78,6 @@ bool gpu_segment_gemm(const gpu_segment *g, int n);
 // (under tokens, MoE, no layers): then gpu_segment_init makes neither these
 // buffers nor a cuBLAS handle.
 uint64_t gpu_segment_prefill_bytes(const seam_model *m, int n_layers, seam_gpu_prefill mode);
-
-// A batch of n (2..SEAM_UBATCH) prompt tokens at positions pos0.. through
-// the GPU layers as matrix products: x (n, n_embd, host) crosses to the
-// device, and either the hidden states cross back into x or, with head, the
-// last token's logits cross back into the pinned buffer *logits points at.
-// Records the crossings as token tt->token and fills tt's GPU segment time
-// (the whole batch's).
-int gpu_segment_prefill(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
-                        seam_token_time *tt, seam_error *e);
 
 // Columns of the widest input each of the segment's two quantised-activation
 // buffers receives, from the model's shapes alone: `scratch` the input of

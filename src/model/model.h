@@ -1,5 +1,10 @@
 // model.h — architectures: configuration from metadata, weights bound by name.
 //
+// Floor src/model/: what a model is, on no device -- its configuration and
+// weights (here), shapes for synthetic models (shape.h), one layer's recipe
+// and the operations a backend gives it (layer.h), and the placement a plan
+// hands the engine with the KV cache's layout (placement.h). Above numeric/.
+//
 // This room knows architectures and nothing about devices. Weights are views
 // into the mapped GGUF file; which device later computes with them is the
 // plan's business.

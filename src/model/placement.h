@@ -19,7 +19,7 @@
 
 typedef enum { DEV_CPU = 0, DEV_GPU = 1, DEV_COUNT } seam_device;
 
-// Tokens the engine runs through a layer at once (prefill.c's batch, as
+// Tokens the engine runs through a layer at once (model/layer.h's batch, as
 // llama.cpp's n_ubatch): a sliding layer's ring holds its window and one
 // batch, whose keys and values join the cache before the batch attends.
 #define SEAM_UBATCH 96

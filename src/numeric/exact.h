@@ -21,7 +21,7 @@
 
 
 // build_moe_ffn renormalises the chosen experts' weights by their sum,
-// clamped from below to 2^-14 (engine_route and the CUDA router alike).
+// clamped from below to 2^-14 (cpu_moe_route and the CUDA router alike).
 #define EXACT_MOE_MIN_WEIGHT_SUM 6.103515625e-5
 
 // One lane of ggml_v_expf (the AVX-512 version, "adapted from arm limited

@@ -1,5 +1,10 @@
 // quant.h — block formats and the scalar reference arithmetic.
 //
+// Floor src/numeric/: numbers as GGUF stores them and llama.cpp computes
+// them -- the 16-bit floats and block layouts (formats.h), llama.cpp's float
+// orders (exact.h) and the scalar reference every fast kernel is checked
+// against (here). Above format/.
+//
 // Every fast kernel in seam (AVX2 in src/cpu, CUDA in kernels/) is checked
 // against the functions here. The dot products follow llama.cpp's reference
 // arithmetic: the weight row stays quantised, the activation row is quantised

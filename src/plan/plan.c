@@ -49,7 +49,7 @@ static void layer_split(const seam_model *m, int il, uint64_t *shared, uint64_t 
 // The activations one token needs on the GPU when it runs any layer.
 static uint64_t gpu_activation_bytes(const seam_config *c, int n_ctx) {
     const uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim, kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
-    const uint64_t hidden = (uint64_t)(c->n_expert ? c->n_ff_exp : c->n_ff);  // as engine_init sizes it
+    const uint64_t hidden = (uint64_t)(c->n_expert ? c->n_ff_exp : c->n_ff);  // as the CPU backend sizes it
     return 4 * (4 * (uint64_t)c->n_embd + 2 * q_dim + 2 * kv_dim + 2 * hidden + (uint64_t)c->n_heads * n_ctx +
                 (uint64_t)c->n_expert);
 }

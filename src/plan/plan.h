@@ -1,6 +1,10 @@
 // plan.h — the split: which layer (and which tensor class of a layer) lives
 // on which device, and the memory each device needs for it.
 //
+// Floor src/plan/: deciding and predicting a split -- the plan and its
+// memory (here), the speed model (predict.h), hardware profiles (hw.h), and
+// the memory a run holds against the plan (memstat.h). Above engine/.
+//
 // The memory model (DESIGN.md) that the plan predicts and the engine later
 // checks against what the devices report:
 //

@@ -85,7 +85,7 @@ static double cpu_streamed_us(const ctx *x, const reads *r) {
     return 1e-3 * ns;
 }
 
-// One pool job of engine.c's CPU layer: matrices multiplied against one
+// One pool job of the CPU backend's layer (cpu/backend.c): matrices multiplied against one
 // input, their rows shared out as cpu_matmul_items does.
 enum { JOB_PARTS = 3 };
 typedef struct {
@@ -93,7 +93,7 @@ typedef struct {
     int n;
 } cpu_job;
 
-// The jobs of engine.c's layer forward, in order: q/k/v as one, the output
+// The jobs of the layer recipe (model/layer.c) on the CPU, in order: q/k/v as one, the output
 // projection, then gate/up as one and down -- or the router and, per chosen
 // expert, its gate/up and its down (experts_only: those alone, for a GPU
 // layer whose experts stay on the CPU). Attention's job is counted apart

@@ -15,7 +15,7 @@
 //               + kernels * kernel_us
 //   CPU layer   weights streamed from memory: per weight type bytes / stream_gbs[type] (at t threads),
 //               and each pool job's call_us + job_us (t > 1)
-//               weights in the last-level cache: engine.c's pool jobs (q/k/v, output, gate/up, down;
+//               weights in the last-level cache: the CPU backend's pool jobs (q/k/v, output, gate/up, down;
 //               MoE: router, per chosen expert gate/up and down), each call_us + job_us (t > 1) + its
 //               row grabs (cpu_matvec_grab, row_ns + bytes / dot_gbs each) given to the thread free
 //               first, the workers starting wake_us late

@@ -1,5 +1,9 @@
 // tokenizer.h — text to token ids and back, from the vocabulary in a GGUF.
 //
+// Floor src/text/: text in and out -- the tokenizer (here, with its BPE
+// and merge halves below it), chat templates (chat.h) and the sampler
+// (sampler.h). Above format/; nothing of the model's arithmetic.
+//
 // Two kinds of vocabulary, named by tokenizer.ggml.model:
 //   "gpt2"  byte-level BPE: the text is split into words by a pre-tokenizer
 //           (tokenizer.ggml.pre: qwen2, llama3, gpt-2 or default families),
