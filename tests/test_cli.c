@@ -696,6 +696,31 @@ Test(cli, chat_refuses_a_template_it_does_not_know, .timeout = 120) {
                    "\"{% for m in messages %}\\n{{ m.role }}: {{ m.content }}\\n...\"; to talk to it, write its turns");
 }
 
+// --layers: a row a layer and one for the head, each segment's layers
+// adding up to it, and the records in --timeline's JSON.
+Test(cli, run_times_every_layer, .timeout = 120) {
+    const char *json = test_path("cli-layers.json");
+    result r = run(ARGS("run", "-m", tiny_model(), "--tokens", "1,2,3", "-n", "5", "-t", "2", "--layers", "--timeline",
+                        json));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam run --layers failed:\n%s", r.err);
+    cr_assert(strstr(r.err, "layers: each decoded token's time in each layer (4 tokens)") &&
+                  strstr(r.err, "      0 CPU ") && strstr(r.err, "      3 CPU ") && strstr(r.err, "   head CPU "),
+              "no table of the layers:\n%s", r.err);
+    cr_assert(strstr(r.err, "of the CPU layers, ") && strstr(r.err, "(within 3%)\n"), "the layers' sums:\n%s", r.err);
+    size_t size;
+    char *text = (char *)test_read_file(json, &size);
+    cr_assert(text, "no timeline written");
+    text = realloc(text, size + 1);
+    text[size] = '\0';
+    cr_assert(strstr(text, "\"layers\": [") && strstr(text, "\"layer\": 4, \"device\": \"CPU\""),
+              "the timeline has no layer records:\n%.400s", text);
+    free(text);
+    result_free(&r);
+    result q = run(ARGS("run", "-m", tiny_model(), "--tokens", "1,2,3", "-n", "5", "-t", "2"));
+    cr_assert(WIFEXITED(q.status) && !strstr(q.err, "layers: each"), "a table of layers without --layers:\n%s", q.err);
+    result_free(&q);
+}
+
 #ifdef SEAM_CUDA_EMU
 // On the emulated device (the SEAM_CUDA_EMU build): seam run splits the
 // model, its timeline's parts add up to the token, each crossing is counted
@@ -709,7 +734,8 @@ Test(cli, an_emulated_split_reports_its_crossings, .timeout = 300) {
                                                  {"-ngl", "1", "--overflow", "stream"}};
     for (int i = 0; i < 2; i++) {
         const char *const *pl = placements[i];
-        result r = run(ARGS("run", "-m", tiny, "--tokens", "1,2,3", "-n", "6", pl[0], pl[1], pl[2], pl[3], "-t", "1"));
+        result r = run(ARGS("run", "-m", tiny, "--tokens", "1,2,3", "-n", "6", pl[0], pl[1], pl[2], pl[3], "-t", "1",
+                            "--layers"));
         char what[256];
         cmdline(ARGS("run", "-m", tiny, "--tokens", "1,2,3", "-n", "6", pl[0], pl[1], pl[2], pl[3]), what, sizeof what);
         cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s failed:\n%s", what, r.err);
@@ -721,6 +747,13 @@ Test(cli, an_emulated_split_reports_its_crossings, .timeout = 300) {
         cr_assert(strstr(r.err, "of the token time (within 3%)"), "%s: the parts do not add up:\n%s", what, r.err);
         cr_assert(strstr(r.err, "  H2D ") && strstr(r.err, "  D2H "), "%s: no crossings counted:\n%s", what, r.err);
         if (i == 1) cr_assert(strstr(r.err, "  WTS "), "%s: no weight copies counted:\n%s", what, r.err);
+        // --layers: the GPU's layers timed inside its graph, the crossings between the rows
+        cr_assert(strstr(r.err, "      0 GPU ") && strstr(r.err, "   -- H2D ") && strstr(r.err, "of the GPU segment"),
+                  "%s: no GPU layers in the table:\n%s", what, r.err);
+        cr_assert(strstr(r.err, i == 1 ? "streamed: copy us, GPU stall us" : "      3 CPU "),
+                  "%s: the table's streamed copies or CPU layers:\n%s", what, r.err);
+        cr_assert(strstr(r.err, "(within 3%)\n") && !strstr(r.err, "NOT within"), "%s: a sum is off:\n%s", what,
+                  r.err);
         cr_assert_null(strstr(r.err, "CUDA graph could not be captured"), "%s:\n%s", what, r.err);
         result_free(&r);
     }

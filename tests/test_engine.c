@@ -2,6 +2,7 @@
 // the same logits bit for bit, run after run and whatever the thread count,
 // and the context limit is an error, not a write past the KV cache.
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,72 @@ Test(engine, sliding_ring_equals_full_cache, .timeout = 600) {
 }
 
 // ---------------------------------------------------------------------------
+// Layer by layer: with the engine timing its layers, every batch has one
+// record a layer (and the head's on the last token), on the device that ran
+// it, with the bytes it reads; each segment's records add up to its time;
+// and the timing changes no logit.
+
+// Runs a prompt of 5 tokens and `decode` more under plan (NULL: the CPU
+// alone), timing layers when `timed`; checks the records and returns the
+// last logits (a copy).
+static float *run_timed(const seam_model *m, const seam_plan *plan, bool timed, int decode) {
+    const seam_config *c = &m->cfg;
+    const int prompt[5] = {3, 14, 15, 92, 65}, n_ctx = 5 + decode;
+    seam_engine eng;
+    seam_error e = {{0}};
+    cr_assert_eq(engine_init(&eng, m, n_ctx, &e), 0, "%s", e.msg);
+    if (plan) cr_assert_eq(engine_place(&eng, plan, true, &e), 0, "%s", e.msg);
+    engine_time_layers(&eng, timed);
+    float *logits;
+    cr_assert_eq(engine_prefill(&eng, prompt, 5, 0, &logits, &e), 0, "%s", e.msg);
+    for (int i = 0; i < decode; i++)
+        cr_assert_eq(engine_forward(&eng, (7 * i + 1) % c->n_vocab, 5 + i, &logits, &e), 0, "%s", e.msg);
+    float *out = malloc(sizeof(float) * c->n_vocab);
+    memcpy(out, logits, sizeof(float) * c->n_vocab);
+    const seam_timeline *t = &eng.timeline;
+    if (!timed) cr_assert_eq(t->n_layers, 0, "layers timed without being asked");
+    for (size_t k = 0; timed && k < t->n_tokens; k++) {
+        const seam_token_time *tt = &t->tokens[k];
+        if (tt->prefill) continue;
+        double sum[SEG_COUNT] = {0};
+        int next = 0;
+        for (size_t i = 0; i < t->n_layers; i++) {
+            const seam_layer_time *lt = &t->layers[i];
+            if (lt->token != tt->token) continue;
+            cr_assert_eq(lt->layer, next++, "token %d: layer %d's record out of order", tt->token, lt->layer);
+            cr_assert_eq(lt->n, 1);
+            cr_assert_eq(lt->on_gpu, lt->layer < eng.gpu_layers || (lt->layer == c->n_layers && eng.head_on_gpu));
+            const seam_layer_time want = plan_layer_record(m, eng.cpu.kv.cfg, lt->layer, tt->pos);
+            cr_assert(lt->weight_bytes == want.weight_bytes && lt->kv_bytes == want.kv_bytes && lt->pos == tt->pos,
+                      "layer %d's bytes", lt->layer);
+            sum[lt->on_gpu ? SEG_GPU : lt->layer == c->n_layers ? SEG_HEAD : SEG_CPU] += lt->us;
+        }
+        cr_assert_eq(next, c->n_layers + 1, "token %d: %d layer records, not %d and the head", tt->token, next,
+                     c->n_layers);
+        for (int s = 0; s < SEG_COUNT; s++)
+            cr_assert(fabs(sum[s] - tt->segment_us[s]) <= 0.03 * tt->segment_us[s] + 0.5,
+                      "token %d: segment %d's layers add up to %.1f us of its %.1f", tt->token, s, sum[s],
+                      tt->segment_us[s]);
+    }
+    // the prompt's batch: one record a layer for its 5 tokens
+    for (size_t i = 0; timed && !plan && i < (size_t)c->n_layers; i++)
+        cr_assert(t->layers[i].n == 5 && t->layers[i].layer == (int)i && t->layers[i].token == 0,
+                  "the prompt's batch: layer %zu's record", i);
+    engine_free(&eng);
+    return out;
+}
+
+Test(engine, layers_are_timed_one_by_one_and_add_up) {
+    seam_model m;
+    seam_error e = {{0}};
+    cr_assert_eq(model_load(&m, tiny_model(), &e), 0, "%s", e.msg);
+    float *a = run_timed(&m, NULL, true, 6), *b = run_timed(&m, NULL, false, 6);
+    cr_assert(memcmp(a, b, sizeof(float) * m.cfg.n_vocab) == 0, "timing the layers changed the logits");
+    free(a), free(b);
+    model_free(&m);
+}
+
+// ---------------------------------------------------------------------------
 // The GPU segment's graph: captured on the second token (the first runs op
 // by op, so that every kernel has run before a capture records it) and
 // replayed after, the same kernels on the same data as op by op, so the
@@ -205,6 +272,23 @@ Test(engine, gpu_graph_replays_what_op_by_op_runs) {
     float *a = run_gpu(&m, gpu_tokens, N_GPU_TOKENS, true, &why_a), *b = run_gpu(&m, gpu_tokens, N_GPU_TOKENS, false, &why_b);
     cr_assert_null(why_a, "the capture failed: %s", why_a);
     cr_assert(memcmp(a, b, sizeof(float) * N_GPU_TOKENS * m.cfg.n_vocab) == 0, "graph and op-by-op logits differ");
+    free(a), free(b);
+    model_free(&m);
+}
+
+// The same with 2 of tiny's 4 layers on the GPU, the graph on: the events
+// between the layers are recorded inside it, and its layers add up to the
+// GPU segment.
+Test(engine, gpu_layers_are_timed_inside_the_graph) {
+    if (seam_cuda_device_count() == 0) cr_skip_test("skipped: no CUDA device");
+    seam_model m;
+    seam_plan plan;
+    seam_error e = {{0}};
+    cr_assert_eq(model_load(&m, tiny_model(), &e), 0, "%s", e.msg);
+    const seam_plan_request req = {.gpu_layers = 2, .head = -1, .n_ctx = 11, .gpu_budget = 1ull << 40};
+    cr_assert_eq(plan_make(&plan, &m, &req, &e), 0, "%s", e.msg);
+    float *a = run_timed(&m, &plan, true, 6), *b = run_timed(&m, &plan, false, 6);
+    cr_assert(memcmp(a, b, sizeof(float) * m.cfg.n_vocab) == 0, "timing the GPU's layers changed the logits");
     free(a), free(b);
     model_free(&m);
 }

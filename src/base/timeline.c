@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 const char *const timeline_direction_name[3] = {"H2D", "D2H", "WTS"};
@@ -14,6 +15,7 @@ void timeline_init(seam_timeline *t) { memset(t, 0, sizeof *t); }
 void timeline_free(seam_timeline *t) {
     free(t->crossings);
     free(t->tokens);
+    free(t->layers);
     memset(t, 0, sizeof *t);
 }
 
@@ -48,6 +50,10 @@ int timeline_add_crossing(seam_timeline *t, const seam_crossing *c) {
 
 int timeline_add_token(seam_timeline *t, const seam_token_time *tt) {
     return push((void **)&t->tokens, &t->n_tokens, &t->cap_tokens, tt, sizeof *tt);
+}
+
+int timeline_add_layer(seam_timeline *t, const seam_layer_time *lt) {
+    return push((void **)&t->layers, &t->n_layers, &t->cap_layers, lt, sizeof *lt);
 }
 
 typedef struct {
@@ -167,6 +173,104 @@ void timeline_report(const seam_timeline *t, FILE *out) {
     report_crossings(t, out);
 }
 
+// Whether token index i was decoded (not a prompt token), from token `from` on.
+static bool decoded(const seam_timeline *t, size_t from, int i) {
+    return i >= 0 && (size_t)i >= from && (size_t)i < t->n_tokens && t->tokens[i].token == i && !t->tokens[i].prefill;
+}
+
+// The crossings of decoded tokens just before layer `layer` (H2D, D2H), a
+// row each between the layers' rows.
+static void crossing_rows(const seam_timeline *t, size_t from, int layer, size_t n_decoded, FILE *out) {
+    for (int dir = CROSS_H2D; dir <= CROSS_D2H; dir++) {
+        double wait = 0, copy = 0, total = 0;
+        uint64_t bytes = 0;
+        size_t n = 0;
+        for (size_t i = 0; i < t->n_crossings; i++) {
+            const seam_crossing *c = &t->crossings[i];
+            if (c->layer != layer || (int)c->dir != dir || !decoded(t, from, c->token)) continue;
+            wait += c->wait_us, copy += c->copy_us, total += c->total_us, bytes = c->bytes, n++;
+        }
+        if (n)
+            fprintf(out, "   -- %s %" PRIu64 " B crosses: %.1f us a token (wait %.1f, copy %.1f)\n",
+                    timeline_direction_name[dir], bytes, total / (double)n_decoded, wait / (double)n, copy / (double)n);
+    }
+}
+
+void timeline_layer_report(const seam_timeline *t, size_t from, int n_layers, FILE *out) {
+    size_t n_decoded = 0;
+    double token_mean = 0, segment_mean[SEG_COUNT] = {0};
+    for (size_t i = 0; i < t->n_tokens; i++)
+        if (decoded(t, from, (int)i)) {
+            n_decoded++;
+            token_mean += t->tokens[i].token_us;
+            for (int s = 0; s < SEG_COUNT; s++) segment_mean[s] += t->tokens[i].segment_us[s];
+        }
+    if (!t->n_layers || !n_decoded) {
+        fprintf(out, "layers: no decoded token timed layer by layer\n");
+        return;
+    }
+    token_mean /= (double)n_decoded;
+    for (int s = 0; s < SEG_COUNT; s++) segment_mean[s] /= (double)n_decoded;
+    double *v = malloc(n_decoded * sizeof *v);
+    if (!v) return;
+    fprintf(out, "layers: each decoded token's time in each layer (%zu tokens)\n", n_decoded);
+    bool streamed = false;
+    for (size_t i = 0; i < t->n_crossings; i++) streamed = streamed || t->crossings[i].dir == CROSS_WEIGHTS;
+    fprintf(out, "  %5s %-4s %9s %9s %7s %10s %9s %7s%s\n", "layer", "dev", "mean us", "p99 us", "share",
+            "weights MB", "KV MB", "GB/s", streamed ? "   streamed: copy us, GPU stall us" : "");
+    double summed[SEG_COUNT] = {0};
+    bool timed[SEG_COUNT] = {0};
+    for (int il = 0; il <= n_layers; il++) {
+        // a crossing "before the head" is the hidden state going to a CPU
+        // head, or the logits coming back from a GPU head: after its row
+        bool gpu_head = false;
+        for (size_t i = 0; il == n_layers && i < t->n_layers; i++)
+            gpu_head = gpu_head || (t->layers[i].layer == il && t->layers[i].on_gpu);
+        if (!gpu_head) crossing_rows(t, from, il, n_decoded, out);
+        size_t n = 0;
+        int on_gpu = 0;
+        double kv = 0, weights = 0;
+        for (size_t i = 0; i < t->n_layers; i++) {
+            const seam_layer_time *lt = &t->layers[i];
+            if (lt->layer != il || lt->n != 1 || !decoded(t, from, lt->token)) continue;
+            v[n++] = lt->us;
+            on_gpu = lt->on_gpu, weights = (double)lt->weight_bytes, kv += (double)lt->kv_bytes;
+        }
+        if (!n) continue;
+        kv /= (double)n;
+        const stats st = summarise(v, n);
+        const int seg = on_gpu ? SEG_GPU : il == n_layers ? SEG_HEAD : SEG_CPU;
+        summed[seg] += st.mean, timed[seg] = true;
+        char name[16];
+        snprintf(name, sizeof name, il == n_layers ? "head" : "%d", il);
+        fprintf(out, "  %5s %-4s %9.1f %9.1f %6.1f%% %10.2f %9.3f %7.1f", name, on_gpu ? "GPU" : "CPU", st.mean, st.p99,
+                100 * st.mean / token_mean, weights / 1e6, kv / 1e6, (weights + kv) / st.mean / 1e3);
+        double copy = 0, stall = 0;
+        size_t n_copies = 0;
+        for (size_t i = 0; i < t->n_crossings; i++) {
+            const seam_crossing *c = &t->crossings[i];
+            if (c->dir == CROSS_WEIGHTS && c->layer == il && decoded(t, from, c->token))
+                copy += c->copy_us, stall += c->wait_us, n_copies++;
+        }
+        if (n_copies) fprintf(out, "   %.1f, %.1f", copy / (double)n_copies, stall / (double)n_copies);
+        fprintf(out, "\n");
+        if (gpu_head) crossing_rows(t, from, il, n_decoded, out);
+    }
+    free(v);
+    // a GPU head's time is in the GPU segment's
+    static const char *const SEGMENT[SEG_COUNT] = {"GPU segment", "CPU layers", "CPU head"};
+    bool within = true;
+    fprintf(out, "  the layers add up to");
+    for (int s = 0, first = 1; s < SEG_COUNT; s++)
+        if (timed[s] && segment_mean[s] > 0) {
+            const double share = summed[s] / segment_mean[s];
+            within = within && fabs(share - 1) <= 0.03;
+            fprintf(out, "%s %.1f%% of the %s", first ? "" : ",", 100 * share, SEGMENT[s]);
+            first = 0;
+        }
+    fprintf(out, " (%s 3%%)\n", within ? "within" : "NOT within");
+}
+
 int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e) {
     FILE *f = fopen(path, "w");
     if (!f) return seam_fail(e, "cannot create %s: %s", path, strerror(errno));
@@ -185,6 +289,14 @@ int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e)
                    "\"cpu_attention_us\": %.3f, \"head_us\": %.3f, \"gpu_idle_us\": %.3f, \"token_us\": %.3f}",
                 i ? "," : "", tt->token, tt->pos, tt->prefill ? "true" : "false", tt->segment_us[SEG_GPU],
                 tt->segment_us[SEG_CPU], tt->cpu_attention_us, tt->segment_us[SEG_HEAD], tt->gpu_idle_us, tt->token_us);
+    }
+    fprintf(f, "\n  ],\n  \"layers\": [");
+    for (size_t i = 0; i < t->n_layers; i++) {
+        const seam_layer_time *lt = &t->layers[i];
+        fprintf(f, "%s\n    {\"token\": %d, \"n\": %d, \"layer\": %d, \"device\": \"%s\", \"pos\": %d, \"us\": %.3f, "
+                   "\"weight_bytes\": %" PRIu64 ", \"kv_bytes\": %" PRIu64 "}",
+                i ? "," : "", lt->token, lt->n, lt->layer, lt->on_gpu ? "GPU" : "CPU", lt->pos, lt->us,
+                lt->weight_bytes, lt->kv_bytes);
     }
     fprintf(f, "\n  ]\n}\n");
     if (fclose(f)) return seam_fail(e, "writing %s failed", path);

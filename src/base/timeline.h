@@ -43,11 +43,27 @@ typedef struct {
     int prefill;                   // 1 for a prompt token
 } seam_token_time;
 
+// One layer's part of a batch (a decoded token: a batch of one), recorded
+// when the run times its layers (engine_time_layers). The output head is
+// recorded as layer n_layers.
+typedef struct {
+    int token;              // the batch's first token (the timeline's token index)
+    int n;                  // tokens in the batch
+    int layer;
+    int on_gpu;             // 1: CUDA events before and after it on the GPU's stream; 0: the host clock
+    int pos;                // the batch's last token's position
+    double us;              // the batch's time in it
+    uint64_t weight_bytes;  // weights a token reads in it (an MoE layer: its chosen experts' share)
+    uint64_t kv_bytes;      // K and V the batch's last token reads in it
+} seam_layer_time;
+
 typedef struct {
     seam_crossing *crossings;
     size_t n_crossings, cap_crossings;
     seam_token_time *tokens;
     size_t n_tokens, cap_tokens;
+    seam_layer_time *layers;
+    size_t n_layers, cap_layers;
 } seam_timeline;
 
 void timeline_init(seam_timeline *t);
@@ -58,13 +74,23 @@ void timeline_free(seam_timeline *t);
 int timeline_reserve_tokens(seam_timeline *t, size_t n);
 int timeline_add_crossing(seam_timeline *t, const seam_crossing *c);
 int timeline_add_token(seam_timeline *t, const seam_token_time *tt);
+int timeline_add_layer(seam_timeline *t, const seam_layer_time *lt);
 
 // The report after a run: per crossing kind (direction and bytes) the count
 // and mean/p50/p99 of wait, copy and total; per segment the mean time and its
 // share of the decode token time; and whether the parts add up (within 3 %).
 void timeline_report(const seam_timeline *t, FILE *out);
 
-// Every record as JSON ({"crossings": [...], "tokens": [...]}).
+// Per layer of a model of n_layers (when the run timed them), over the
+// decoded tokens from token index `from` on: its device,
+// the mean and p99 time a decoded token spent in it, its share of the token,
+// the bytes of weights and KV it read and their GB/s, a streamed layer's
+// copy and the GPU's stall for it, the crossings in the rows between the
+// layers where they happen; and whether each segment's layers add up to its
+// time (within 3 %).
+void timeline_layer_report(const seam_timeline *t, size_t from, int n_layers, FILE *out);
+
+// Every record as JSON ({"crossings": [...], "tokens": [...], "layers": [...]}).
 int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e);
 
 #endif

@@ -53,6 +53,7 @@ typedef struct {
     int reps;
     out_format format;
     bool no_graph;
+    bool time_layers;  // --layers: a table of every layer's time after each decode test
     seam_gpu_prefill gpu_prefill;  // --gpu-prefill: how prompts cross the GPU layers
 } bench_options;
 
@@ -97,6 +98,7 @@ static void usage(FILE *f) {
             "  -r, --repetitions N      measured runs of each test, after one warm-up [5]\n"
             "  -o, --output FORMAT      md, json or csv [md]\n"
             "      --no-graph           launch the GPU layers op by op [one CUDA graph]\n"
+            "      --layers             time every layer; a table of them after each decode test [off]\n"
             "      --gpu-prefill MODE   how a prompt's batches cross the GPU layers: gemm (dequantise to f16,\n"
             "                           cuBLAS), tokens (one by one, as decode), or auto (gemm from %d tokens) [tokens]\n"
             "  -h, --help               this help\n"
@@ -197,6 +199,8 @@ static int parse_bench_options(int argc, char **argv, bench_options *o) {
             i++;
         } else if (IS("--no-graph")) {
             o->no_graph = true;
+        } else if (IS("--layers")) {
+            o->time_layers = true;
         } else if (IS("--gpu-prefill")) {
             const int k = v ? gpu_prefill_find(v) : -1;
             if (k < 0) return fprintf(stderr, "seam bench: %s wants auto, gemm or tokens (got '%s')\n", a, v ? v : ""), -1;
@@ -406,6 +410,7 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
         free(ids);
         return -1;
     }
+    engine_time_layers(&eng, o->time_layers);
     uint64_t params = 0;
     for (uint64_t i = 0; i < m->file.n_tensors; i++) params += m->file.tensors[i].n_elems;
     const bool progress = isatty(STDERR_FILENO);  // a line rewritten per run on a terminal only
@@ -466,6 +471,10 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                         row->kv_bytes += (double)plan_kv_read_bytes(&m->cfg, cf->cache, 0, m->cfg.n_layers, depth + i);
                     row->kv_bytes /= row->n_gen;
                     segment_means(&eng.timeline, timed_from, row);
+                    if (o->time_layers) {
+                        fprintf(stderr, "seam bench: %s %s:\n", what, test);
+                        timeline_layer_report(&eng.timeline, timed_from, m->cfg.n_layers, stderr);
+                    }
                     row->read_limit = gpu ? 0 : read_limit_for(cf->threads, bw_cache);
                 }
                 finish_row(row);

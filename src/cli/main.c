@@ -200,6 +200,7 @@ static int session_open(session *s, const options *o, int n_extra) {
         session_close(s);
         return -1;
     }
+    engine_time_layers(&s->eng, o->time_layers);
     s->pred = memstat_predict(&plan, &s->model, o->n_threads);
     session_memory(s, "loading");
     return 0;
@@ -269,6 +270,7 @@ static int cmd_run(const options *o) {
     snprintf(filled, sizeof filled, "filling %d of %d positions", pos, ss.eng.n_ctx);
     session_memory(&ss, filled);
     timeline_report(&ss.eng.timeline, stderr);
+    if (o->time_layers) timeline_layer_report(&ss.eng.timeline, 0, ss.model.cfg.n_layers, stderr);
     gpu_notes(&ss.eng);
     if (o->timeline_path && timeline_write_json(&ss.eng.timeline, o->timeline_path, &err)) goto fail;
     rc = 0;

@@ -49,6 +49,7 @@ void options_usage(FILE *f) {
             "      --top-k K           keep the K most likely tokens; 0 = off [0]\n"
             "      --top-p P           keep the smallest set with mass P; 1 = off [1]\n"
             "      --timeline FILE     write every crossing and token record as JSON\n"
+            "      --layers            time every layer and print a table of them (and write them with --timeline) [off]\n"
             "  -o, --output FILE       logits: the file the logits go to (required there)\n"
             "      --ids               print generated token ids (space-separated, one line), not text\n"
             "  -h, --help              this help\n"
@@ -189,6 +190,8 @@ int options_parse(int argc, char **argv, options *o) {
         } else if (IS("--timeline")) {
             if (parse_text(a, v, "a file", &o->timeline_path)) return -1;
             i++;
+        } else if (IS("--layers")) {
+            o->time_layers = true;
         } else if (IS("--hw") || IS("--shape") || IS("--json")) {
             const char **dst = IS("--hw") ? &o->hw : IS("--shape") ? &o->shape_path : &o->json_path;
             if (parse_text(a, v, IS("--hw") ? "a profile" : "a file", dst)) return -1;

@@ -43,6 +43,7 @@ typedef struct {
     const char *positional; // inspect FILE
     const char *out_path;   // logits -o FILE
     const char *timeline_path;  // --timeline FILE.json
+    bool time_layers;       // --layers: each layer's time, a table after the run
 } options;
 
 // The usage text of every command (seam --help).

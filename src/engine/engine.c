@@ -53,7 +53,21 @@ int engine_place(seam_engine *eng, const seam_plan *plan, bool use_graph, seam_e
     if (gpu_segment_init(&eng->gpu, eng->model, plan, eng->n_ctx, use_graph, e)) return -1;
     eng->gpu_layers = plan_gpu_computed_layers(plan);
     eng->head_on_gpu = plan->head == DEV_GPU;
+    gpu_segment_time_layers(eng->gpu, eng->time_layers);
     return 0;
+}
+
+void engine_time_layers(seam_engine *eng, bool on) {
+    eng->time_layers = on;
+    if (eng->gpu) gpu_segment_time_layers(eng->gpu, on);
+}
+
+// Layer il's time (the head: il = n_layers) on the CPU for a batch of n
+// tokens from the timeline's token `token`, the last at position pos.
+static int record_layer(seam_engine *eng, int il, int token, int n, int pos, double seconds, seam_error *e) {
+    seam_layer_time lt = plan_layer_record(eng->model, eng->cpu.kv.cfg, il, pos);
+    lt.token = token, lt.n = n, lt.us = 1e6 * seconds;
+    return timeline_add_layer(&eng->timeline, &lt) ? seam_fail(e, "out of memory for the timeline") : 0;
 }
 
 int engine_set_threads(seam_engine *eng, int n_threads, seam_error *e) {
@@ -101,12 +115,24 @@ static int run_batch(seam_engine *eng, const int *tokens, int n, int pos0, bool 
 
     // the rest on the CPU
     const double t_layers = seam_now();
-    for (int il = eng->gpu_layers; il < c->n_layers; il++)
+    double t_layer = t_layers;
+    for (int il = eng->gpu_layers; il < c->n_layers; il++) {
         if (layer_forward(&eng->cpu.layer, c, il, &m->w.layers[il], n, e)) return -1;
+        if (eng->time_layers) {
+            const double now = seam_now();
+            if (record_layer(eng, il, eng->n_run, n, pos0 + n - 1, now - t_layer, e)) return -1;
+            t_layer = now;
+        }
+    }
     const double t_head = seam_now();
 
     // the final norm and the output head, on the last token
-    if (last && !eng->head_on_gpu) head(eng, x + (size_t)(n - 1) * c->n_embd);
+    if (last && !eng->head_on_gpu) {
+        head(eng, x + (size_t)(n - 1) * c->n_embd);
+        if (eng->time_layers &&
+            record_layer(eng, c->n_layers, eng->n_run + n - 1, 1, pos0 + n - 1, seam_now() - t_head, e))
+            return -1;
+    }
     const double t_end = seam_now(), share = 1e6 / n;
     for (int t = 0; t < n; t++) {
         seam_token_time tt = {.token = eng->n_run++, .pos = pos0 + t, .prefill = prefill};

@@ -25,6 +25,7 @@ typedef struct {
     bool head_on_gpu;
     seam_timeline timeline;  // every token's segments and crossings, in run order
     int n_run;               // tokens run so far (the timeline's token index)
+    bool time_layers;        // the timeline also takes each layer's time (engine_time_layers)
 } seam_engine;
 
 // An engine for contexts of n_ctx positions, its KV cache of kv's types
@@ -50,6 +51,11 @@ int engine_set_threads(seam_engine *eng, int n_threads, seam_error *e);
 // holds the GEMM's buffers. use_graph: replay the GPU segment as one CUDA
 // graph (off: one launch per op, to measure the difference).
 int engine_place(seam_engine *eng, const seam_plan *plan, bool use_graph, seam_error *e);
+
+// Times every layer of every batch from the next token on (on: the CPU's
+// by the host clock around each, the GPU's by CUDA events between them,
+// recorded inside its graph), into the timeline's layer records.
+void engine_time_layers(seam_engine *eng, bool on);
 
 // Runs token at position pos (0 <= pos < n_ctx; earlier positions already in
 // the cache) and returns the logits (n_vocab), valid until the next call.

@@ -91,6 +91,8 @@ int gpu_segment_run(gpu_segment *g, float *x, int n, int pos0, bool head, float 
 
 bool gpu_segment_gemm(const gpu_segment *g, int n) { return false; }
 
+void gpu_segment_time_layers(gpu_segment *g, bool on) {}
+
 const char *gpu_segment_graph_failure(const gpu_segment *g) { return NULL; }
 
 #else
@@ -150,6 +152,8 @@ struct gpu_segment {
     seam_cuda_stream *stream;
     seam_cuda_event *ev_start, *ev_end;  // around the segment's compute
     seam_cuda_event *ev_copy0, *ev_copy1;  // around a crossing's copy
+    bool time_layers;         // record layer_done, and each layer's time in the timeline
+    seam_cuda_event **layer_done;  // [n_layers] recorded after each layer (time_layers)
     seam_cuda_graph *graph;   // the captured segment; NULL until the first token (or without graphs)
     gpu_layer *layers;        // [n_layers]
     seam_tensor output_norm, output;  // on the device when head
@@ -498,6 +502,9 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
                  seam_cuda_event_create(&se->done, e);
         }
     }
+    g->layer_done = calloc((size_t)(g->n_layers > 0 ? g->n_layers : 1), sizeof *g->layer_done);
+    rc = rc || (!g->layer_done ? seam_fail(e, "out of memory") : 0);
+    for (int il = 0; !rc && il < g->n_layers; il++) rc = seam_cuda_event_create(&g->layer_done[il], e);
     g->layer = (layer_backend){.ops = &gpu_layer_ops, .be = g, .acts = g->token, .rot_k = g->rot_k, .rot_v = g->rot_v};
     for (int il = 0; !rc && il < g->n_layers; il++) rc = place_layer(g, il, e);
     if (!rc && g->head)
@@ -524,6 +531,8 @@ void gpu_segment_free(gpu_segment *g) {
         seam_cuda_event_destroy(se->done);
     }
     free(g->streamed);
+    for (int il = 0; g->layer_done && il < g->n_layers; il++) seam_cuda_event_destroy(g->layer_done[il]);
+    free(g->layer_done);
     for (int il = 0; g->layers && il < g->n_layers; il++) seam_cuda_host_free(g->layers[il].host_block);
     seam_cuda_stream_destroy(g->copy_stream);
     seam_cuda_blas_destroy(g->blas);
@@ -571,7 +580,9 @@ static int enqueue_segment(gpu_segment *g, int n, bool head, seam_error *e) {
                 seam_cuda_event_record(se->wait_end, g->stream, e))
                 return -1;
         }
-        if (layer_forward(&g->layer, c, il, &g->layers[il].w, n, e)) return -1;
+        if (layer_forward(&g->layer, c, il, &g->layers[il].w, n, e) ||
+            (g->time_layers && seam_cuda_event_record(g->layer_done[il], g->stream, e)))
+            return -1;
         if (i >= 0 && n_streamed &&
             (seam_cuda_event_record(g->streamed[i].done, g->stream, e) || (i + 2 < n_streamed && issue_copy(g, i + 2, e))))
             return -1;
@@ -649,6 +660,31 @@ static bool replay_graph(gpu_segment *g) {
 
 const char *gpu_segment_graph_failure(const gpu_segment *g) { return g->graph_failure[0] ? g->graph_failure : NULL; }
 
+void gpu_segment_time_layers(gpu_segment *g, bool on) {
+    if (g->time_layers == on) return;
+    g->time_layers = on;
+    // the graph holds the events or not: the next decoded token captures it again
+    if (g->graph) seam_cuda_graph_destroy(g->graph);
+    g->graph = NULL;
+}
+
+// Each layer's time (and the head's, when it ran) for the batch just run,
+// from the events between them, into the timeline.
+static int record_layers(gpu_segment *g, int n, int pos0, bool head, int token, seam_timeline *tl, seam_error *e) {
+    const int last = g->head && head ? g->n_layers : g->n_layers - 1;
+    for (int il = 0; il <= last; il++) {
+        const seam_cuda_event *from = il ? g->layer_done[il - 1] : g->ev_start;
+        const seam_cuda_event *to = il < g->n_layers ? g->layer_done[il] : g->ev_end;
+        float ms = 0;
+        if (seam_cuda_event_elapsed_ms(from, to, &ms, e)) return -1;
+        seam_layer_time lt = plan_layer_record(g->model, g->cache, il < g->n_layers ? il : g->model->cfg.n_layers,
+                                               pos0 + n - 1);
+        lt.token = token, lt.n = n, lt.on_gpu = 1, lt.us = 1e3 * ms;
+        if (timeline_add_layer(tl, &lt)) return seam_fail(e, "out of memory for the timeline");
+    }
+    return 0;
+}
+
 // n tokens at positions pos0.. through the segment: one decoded token (its
 // buffers, and the graph), or a prompt's batch of n as matrix products.
 // x (n, n_embd) crosses to the device, the layers run, and either the hidden
@@ -687,7 +723,8 @@ int gpu_segment_run(gpu_segment *g, float *x, int n, int pos0, bool head, float 
         seam_cuda_event_elapsed_ms(g->ev_start, g->ev_end, &ms, e))
         return -1;
     tt->segment_us[SEG_GPU] = 1e3 * ms;
-    if (record_streamed(g, tl, token, e)) return -1;
+    if (record_streamed(g, tl, token, e) || (g->time_layers && record_layers(g, n, pos0, head, token, tl, e)))
+        return -1;
 
     // back to the host: the logits when the head ran here, else the hidden states
     if (head) {

@@ -51,6 +51,11 @@ void gpu_segment_free(gpu_segment *g);
 int gpu_segment_run(gpu_segment *g, float *x, int n, int pos0, bool head, float **logits, seam_timeline *tl,
                     seam_token_time *tt, seam_error *e);
 
+// Times each layer from the next token on (or stops): a CUDA event after
+// every layer, recorded inside the graph (which is captured again), and
+// one record a layer in the timeline, the head's as layer n_layers.
+void gpu_segment_time_layers(gpu_segment *g, bool on);
+
 // Why the segment's CUDA graph could not be captured, or NULL: the segment
 // then runs op by op (the first token always does, before the capture).
 const char *gpu_segment_graph_failure(const gpu_segment *g);

@@ -77,3 +77,15 @@ uint64_t plan_kv_read_bytes(const seam_config *c, seam_kv_config kv, int l0, int
     for (int il = l0; il < l1; il++) bytes += plan_kv_bytes(c, kv, (uint64_t)plan_kv_visible(c, il, pos));
     return bytes;
 }
+
+seam_layer_time plan_layer_record(const seam_model *m, seam_kv_config kv, int il, int pos) {
+    const seam_config *c = &m->cfg;
+    seam_layer_time lt = {.layer = il, .pos = pos};
+    if (il == c->n_layers) {
+        lt.weight_bytes = m->w.output.n_bytes + m->w.output_norm.n_bytes;
+    } else {
+        lt.weight_bytes = model_layer_active_bytes(m, il);
+        lt.kv_bytes = plan_kv_bytes(c, kv, (uint64_t)plan_kv_visible(c, il, pos));
+    }
+    return lt;
+}

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/timeline.h"
 #include "model/model.h"
 
 typedef enum { DEV_CPU = 0, DEV_GPU = 1, DEV_COUNT } seam_device;
@@ -66,6 +67,12 @@ uint64_t plan_kv_bytes(const seam_config *c, seam_kv_config kv, uint64_t n);
 // Positions a token at position pos attends over on layer il: pos + 1, or at
 // most the window on a sliding layer.
 int plan_kv_visible(const seam_config *c, int il, int pos);
+
+// The timeline's record of layer il (the output head: il = n_layers) for a
+// token at position pos, its bytes filled in: the weights a token reads
+// there and the K and V it attends over in a cache of kv's types; the
+// caller fills in the batch, the device and the time.
+seam_layer_time plan_layer_record(const seam_model *m, seam_kv_config kv, int il, int pos);
 
 // Bytes of K and V that one decoded token at position pos reads on layers
 // l0..l1-1 (the speed model's KV term).
