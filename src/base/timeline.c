@@ -216,8 +216,9 @@ void timeline_layer_report(const seam_timeline *t, size_t from, int n_layers, FI
     fprintf(out, "layers: each decoded token's time in each layer (%zu tokens)\n", n_decoded);
     bool streamed = false;
     for (size_t i = 0; i < t->n_crossings; i++) streamed = streamed || t->crossings[i].dir == CROSS_WEIGHTS;
-    fprintf(out, "  %5s %-4s %9s %9s %7s %10s %9s %7s%s\n", "layer", "dev", "mean us", "p99 us", "share",
-            "weights MB", "KV MB", "GB/s", streamed ? "   streamed: copy us, GPU stall us" : "");
+    fprintf(out, "  %5s %-4s %9s %9s %7s %10s %9s %7s%s%s\n", "layer", "dev", "mean us", "p99 us", "share",
+            "weights MB", "KV MB", "GB/s", t->predicted_us ? "  pred us" : "",
+            streamed ? "   streamed: copy us, GPU stall us" : "");
     double summed[SEG_COUNT] = {0};
     bool timed[SEG_COUNT] = {0};
     for (int il = 0; il <= n_layers; il++) {
@@ -245,6 +246,7 @@ void timeline_layer_report(const seam_timeline *t, size_t from, int n_layers, FI
         snprintf(name, sizeof name, il == n_layers ? "head" : "%d", il);
         fprintf(out, "  %5s %-4s %9.1f %9.1f %6.1f%% %10.2f %9.3f %7.1f", name, on_gpu ? "GPU" : "CPU", st.mean, st.p99,
                 100 * st.mean / token_mean, weights / 1e6, kv / 1e6, (weights + kv) / st.mean / 1e3);
+        if (t->predicted_us) fprintf(out, " %8.1f", t->predicted_us[il]);
         double copy = 0, stall = 0;
         size_t n_copies = 0;
         for (size_t i = 0; i < t->n_crossings; i++) {
@@ -298,7 +300,16 @@ int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e)
                 i ? "," : "", lt->token, lt->n, lt->layer, lt->on_gpu ? "GPU" : "CPU", lt->pos, lt->us,
                 lt->weight_bytes, lt->kv_bytes);
     }
-    fprintf(f, "\n  ]\n}\n");
+    fprintf(f, "\n  ]");
+    if (t->predicted_us && t->n_layers) {
+        int last = 0;  // the model's layers and head: the highest layer recorded is the head
+        for (size_t i = 0; i < t->n_layers; i++) last = t->layers[i].layer > last ? t->layers[i].layer : last;
+        fprintf(f, ",\n  \"layer_predictions\": [");
+        for (int il = 0; il <= last; il++)
+            fprintf(f, "%s\n    {\"layer\": %d, \"us\": %.3f}", il ? "," : "", il, t->predicted_us[il]);
+        fprintf(f, "\n  ]");
+    }
+    fprintf(f, "\n}\n");
     if (fclose(f)) return seam_fail(e, "writing %s failed", path);
     return 0;
 }

@@ -64,6 +64,8 @@ typedef struct {
     size_t n_tokens, cap_tokens;
     seam_layer_time *layers;
     size_t n_layers, cap_layers;
+    const double *predicted_us;  // (model layers + 1) the speed model's time of each layer and the head, for
+                                 // the report and the JSON beside the measured ones; NULL: none (the caller's)
 } seam_timeline;
 
 void timeline_init(seam_timeline *t);

@@ -128,6 +128,7 @@ typedef struct {
     int n_prompt;
     seam_memstat base;         // before the tensors and the engine's buffers came in
     seam_mem_prediction pred;  // what the plan says they take
+    seam_plan plan;            // where the engine runs each part
 } session;
 
 static void session_close(session *s) {
@@ -202,6 +203,7 @@ static int session_open(session *s, const options *o, int n_extra) {
     }
     engine_time_layers(&s->eng, o->time_layers);
     s->pred = memstat_predict(&plan, &s->model, o->n_threads);
+    s->plan = plan;
     session_memory(s, "loading");
     return 0;
 }
@@ -239,6 +241,19 @@ static int generate(session *s, seam_sampler *sampler, float *logits, int *pos, 
     return n;
 }
 
+// --hw's profile: a file or name (models/hw), or 'this' measured now.
+static int load_hw(const options *o, const seam_model *m, hw_profile *hw) {
+    seam_error err = {{0}};
+    if (!strcmp(o->hw, "this")) {
+        fprintf(stderr, "seam: measuring this machine (memory probe, kernels)...\n");
+        if (hw_measure_cpu(hw, o->n_threads, &m->cfg, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
+        fprintf(stderr, "# profile 'this', measured now:\n");
+        hw_write(hw, stderr);
+        return 0;
+    }
+    return hw_load(hw, o->hw, &err) ? fprintf(stderr, "seam: %s\n", err.msg), -1 : 0;
+}
+
 static int cmd_run(const options *o) {
     session ss;
     if (session_open(&ss, o, o->n_predict)) return 1;
@@ -270,6 +285,14 @@ static int cmd_run(const options *o) {
     snprintf(filled, sizeof filled, "filling %d of %d positions", pos, ss.eng.n_ctx);
     session_memory(&ss, filled);
     timeline_report(&ss.eng.timeline, stderr);
+    // --hw: the speed model's time of each layer beside the measured one, at the last decoded position
+    seam_prediction pr;
+    hw_profile hw;
+    if (o->time_layers && o->hw) {
+        if (load_hw(o, &ss.model, &hw)) goto done;
+        if (predict_token(&ss.model, &ss.plan, &hw, o->n_threads, pos, &pr, &err)) goto fail;
+        ss.eng.timeline.predicted_us = pr.layer_us;
+    }
     if (o->time_layers) timeline_layer_report(&ss.eng.timeline, 0, ss.model.cfg.n_layers, stderr);
     gpu_notes(&ss.eng);
     if (o->timeline_path && timeline_write_json(&ss.eng.timeline, o->timeline_path, &err)) goto fail;
@@ -436,15 +459,7 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
     seam_error err = {{0}};
     hw_profile hw;
     const int threads = o->threads_set ? o->n_threads : 0;
-    if (!strcmp(o->hw, "this")) {
-        fprintf(stderr, "seam plan: measuring this machine (memory probe, kernels)...\n");
-        if (hw_measure_cpu(&hw, o->n_threads, &m->cfg, &err))
-            return fprintf(stderr, "seam: %s\n", err.msg), 1;
-        fprintf(stderr, "# profile 'this', measured now:\n");
-        hw_write(&hw, stderr);
-    } else if (hw_load(&hw, o->hw, &err)) {
-        return fprintf(stderr, "seam: %s\n", err.msg), 1;
-    }
+    if (load_hw(o, m, &hw)) return 1;
     seam_plan_request req = plan_request(o, m);
     const double cards = hw.set[HW_GPU_COUNT] ? hw.v[HW_GPU_COUNT] : 1;
     req.gpu_budget = o->gpu_mem ? o->gpu_mem : hw.has_gpu ? (uint64_t)(cards * hw.v[HW_GPU_MEM_GIB] * 1073741824.0) : 0;
@@ -588,8 +603,13 @@ int main(int argc, char **argv) {
     options o;
     if (options_parse(argc - 2, argv + 2, &o)) return 2;
     const bool takes_file = !strcmp(cmd, "inspect") || !strcmp(cmd, "tokenize") || !strcmp(cmd, "plan");
-    if ((o.n_ngl > 1 || o.hw || o.shape_path || o.json_path) && strcmp(cmd, "plan")) {
-        fprintf(stderr, "seam %s: a list of -ngl values, --hw, --shape and --json are seam plan's\n", cmd);
+    const bool hw_here = !strcmp(cmd, "plan") || (!strcmp(cmd, "run") && o.time_layers);
+    if ((o.n_ngl > 1 || o.shape_path || o.json_path) && strcmp(cmd, "plan")) {
+        fprintf(stderr, "seam %s: a list of -ngl values, --shape and --json are seam plan's\n", cmd);
+        return 2;
+    }
+    if (o.hw && !hw_here) {
+        fprintf(stderr, "seam %s: --hw is seam plan's, and seam run's with --layers (each layer's predicted time)\n", cmd);
         return 2;
     }
     if (o.positional && !takes_file) {

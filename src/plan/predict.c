@@ -278,7 +278,8 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         if (il >= p->gpu_layers && p->overflow == OVERFLOW_STREAM) {
             // the whole layer is copied (every expert), its compute waits for it
             stream_copy += 1e-3 * model_layer_bytes(m, il) / hw->v[HW_PCIE_GBS];
-            stream_compute += gpu_layer_us(&x, on_gpu, x.gpu_gbs, il, fill);
+            pr->layer_us[il] = gpu_layer_us(&x, on_gpu, x.gpu_gbs, il, fill);
+            stream_compute += pr->layer_us[il];
             stream_bytes += model_layer_bytes(m, il);
             continue;
         }
@@ -290,11 +291,14 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
             step(pr, LANE_BUS, PART_CROSSING, hidden, crossing_us(&x, hidden), "H2D hidden state (from the last card)", 0, 0);
         }
         if (mapped && res.first >= 0 && res.last < p->gpu_layers) flush(pr, &res, LANE_GPU, PART_GPU_LAYERS, "layers");
-        extend(&res, il, on_gpu, gpu_layer_us(&x, on_gpu, mapped ? hw->v[HW_PCIE_GBS] : x.gpu_gbs, il, fill));
+        pr->layer_us[il] = gpu_layer_us(&x, on_gpu, mapped ? hw->v[HW_PCIE_GBS] : x.gpu_gbs, il, fill);
+        extend(&res, il, on_gpu, pr->layer_us[il]);
         if (!experts_here) {
             cpu_job jobs[LAYER_JOBS(c)];
             const int n = layer_jobs(m, il, true, jobs);
-            extend(&cpu_exp, il, total(&r.experts), cpu_weights_us(&x, &r.experts, n, jobs));
+            const double experts_us = cpu_weights_us(&x, &r.experts, n, jobs);
+            pr->layer_us[il] += experts_us;
+            extend(&cpu_exp, il, total(&r.experts), experts_us);
             n_cpu_experts++;
         }
     }
@@ -325,8 +329,8 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         const int n = layer_jobs(m, il, false, jobs);
         const double attention_us = cpu_attention_us(&x, il, fill);
         pr->cpu_attention_us += attention_us;
-        extend(&cpu, il, total(&all) + (uint64_t)(plan_kv_visible(c, il, fill - 1) * x.kv_per_pos),
-               cpu_weights_us(&x, &all, n, jobs) + attention_us);
+        pr->layer_us[il] = cpu_weights_us(&x, &all, n, jobs) + attention_us;
+        extend(&cpu, il, total(&all) + (uint64_t)(plan_kv_visible(c, il, fill - 1) * x.kv_per_pos), pr->layer_us[il]);
     }
     flush(pr, &cpu, LANE_CPU, PART_CPU_LAYERS, "layers");
     reads head = {{0}, {0}};
@@ -335,12 +339,13 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
     const uint64_t head_bytes = total(&head), logits = (uint64_t)c->n_vocab * sizeof(float);
     if (p->head == DEV_GPU) {
         if (computed < L) step(pr, LANE_BUS, PART_CROSSING, hidden, crossing_us(&x, hidden), "H2D hidden state", 0, 0);
-        step(pr, LANE_GPU, PART_HEAD, head_bytes, 1e-3 * head_bytes / x.gpu_gbs + 3 * hw->v[HW_GPU_KERNEL_US],
-             "output head", 0, 0);
+        pr->layer_us[L] = 1e-3 * head_bytes / x.gpu_gbs + 3 * hw->v[HW_GPU_KERNEL_US];
+        step(pr, LANE_GPU, PART_HEAD, head_bytes, pr->layer_us[L], "output head", 0, 0);
         step(pr, LANE_BUS, PART_CROSSING, logits, crossing_us(&x, logits), "D2H logits", 0, 0);
     } else {
         const cpu_job job = {{m->w.output}, 1};
-        step(pr, LANE_CPU, PART_HEAD, head_bytes, cpu_weights_us(&x, &head, 1, &job), "output head", 0, 0);
+        pr->layer_us[L] = cpu_weights_us(&x, &head, 1, &job);
+        step(pr, LANE_CPU, PART_HEAD, head_bytes, pr->layer_us[L], "output head", 0, 0);
     }
 
     for (int i = 0; i < pr->n_steps; i++) {

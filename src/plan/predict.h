@@ -74,6 +74,8 @@ typedef struct {
     double token_us, gpu_busy_us, gpu_idle_us;
     double cpu_attention_us;  // of part_us[PART_CPU_LAYERS]: the CPU layers' attention over the KV cache
     double tok_s;
+    double layer_us[SEAM_MAX_LAYERS + 1];  // each layer's time, the head's at n_layers (a streamed layer: its
+                                           // compute, which its copy overlaps)
 } seam_prediction;
 
 // One decoded token of model m under plan p on hardware hw, its CPU part on
