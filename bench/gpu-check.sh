@@ -137,6 +137,14 @@ split_run split-28-head-cpu -ngl 28 --head cpu
 for mode in mapped stream; do
     for n in 0 14; do split_run "$mode-$n" -ngl $n --overflow $mode; done
 done
+# each layer's time (--layers: CUDA events inside the graph) at a split and streamed
+split_run layers-14 -ngl 14 --layers
+split_run layers-stream-14 -ngl 14 --overflow stream --layers
+# what timing the layers costs the GPU's decode: the same test without and with it
+for flag in "" --layers; do
+    step "layers-cost${flag:+-on}" --limit 60 --needs $B/seam --needs $Q --out results.md -- \
+        $B/seam bench -m $Q -p 0 -n 64 -t "$J" -ngl 28 -r 5 $flag
+done
 
 # ---------------------------------------------------------------- the GPU prefill: where cuBLAS wins
 # Every layer on the GPU, prompts of 32..512 tokens through each path; the
