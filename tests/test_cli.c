@@ -142,9 +142,11 @@ static void expect_success(const char *const *args) {
 // The synthetic tiny model (4 layers, a Q8_0 head the GPU reads) at path,
 // with tokenizer.chat_template tmpl (NULL: none). Run without a shell, so
 // that the template's quotes and newlines reach the file as they are.
-static void synth_tiny(const char *path, const char *tmpl) {
-    const char *argv[] = {SEAM_BINARY_DIR "/seam-synth", SEAM_SOURCE_DIR "/models/tiny.shape", "-o", path,
-                          tmpl ? "--chat-template" : NULL, tmpl, NULL};
+static void synth_shape(const char *shape, const char *path, const char *tmpl) {
+    char shape_path[4096];
+    snprintf(shape_path, sizeof shape_path, "%s/models/%s.shape", SEAM_SOURCE_DIR, shape);
+    const char *argv[] = {SEAM_BINARY_DIR "/seam-synth", shape_path, "-o", path, tmpl ? "--chat-template" : NULL, tmpl,
+                          NULL};
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
@@ -162,7 +164,7 @@ static const char *tiny_model(void) {
     static char path[4096];
     if (!path[0]) {
         snprintf(path, sizeof path, "%s", test_path("cli-tiny.gguf"));
-        synth_tiny(path, NULL);
+        synth_shape("tiny", path, NULL);
     }
     return path;
 }
@@ -668,7 +670,7 @@ static void check_chat(const char *model, bool base, const char *user_prefix, co
 // not the architecture's.
 Test(cli, chat_writes_turns_in_the_files_template, .timeout = 300) {
     const char *path = test_path("cli-tiny-chatml.gguf");
-    synth_tiny(path, "{%- for message in messages %}\n    {{- '<|im_start|>' + message.role + '\\n' + "
+    synth_shape("tiny", path, "{%- for message in messages %}\n    {{- '<|im_start|>' + message.role + '\\n' + "
                      "message.content + '<|im_end|>' + '\\n' }}\n{%- endfor %}");
     check_chat(path, false, "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n");
 }
@@ -686,11 +688,11 @@ Test(cli, chat_without_a_template_continues_each_line, .timeout = 300) {
 // family, its first characters quoted when not; either way no chat.
 Test(cli, chat_refuses_a_template_it_does_not_know, .timeout = 120) {
     const char *path = test_path("cli-tiny-phi4.gguf");
-    synth_tiny(path, "{% for message in messages %}{{'<|im_start|>' + message['role'] + '<|im_sep|>' + "
+    synth_shape("tiny", path, "{% for message in messages %}{{'<|im_start|>' + message['role'] + '<|im_sep|>' + "
                      "message['content'] + '<|im_end|>'}}{% endfor %}");
     expect_failure(ARGS("chat", "-m", path), "a phi-4 template; seam writes ChatML, Gemma and Llama 3 turns only");
     path = test_path("cli-tiny-unknown.gguf");
-    synth_tiny(path, "{% for m in messages %}\n{{ m.role }}: {{ m.content }}\n{% endfor %}");
+    synth_shape("tiny", path, "{% for m in messages %}\n{{ m.role }}: {{ m.content }}\n{% endfor %}");
     expect_failure(ARGS("chat", "-m", path),
                    "not a template seam recognises (it knows ChatML, Gemma and Llama 3 by their markers): "
                    "\"{% for m in messages %}\\n{{ m.role }}: {{ m.content }}\\n...\"; to talk to it, write its turns");
@@ -763,6 +765,28 @@ Test(cli, an_emulated_split_reports_its_crossings, .timeout = 300) {
     cr_assert(strstr(b.out, "CUDA-emu: the GPU layers ran on the emulated device"), "no note under the table:\n%s",
               b.out);
     result_free(&b);
+}
+
+// Experts on the CPU beside GPU layers (--n-cpu-moe): each such layer's
+// experts' input and router logits cross to the CPU and their sum crosses
+// back, each crossing counted and labelled, the CPU's rows in the layer
+// table, and the parts still adding up to the token.
+Test(cli, experts_on_the_cpu_cross_twice_a_layer, .timeout = 300) {
+    const char *moe = test_path("cli-moe-small.gguf");
+    synth_shape("moe-small", moe, NULL);
+    result r = run(ARGS("run", "-m", moe, "--tokens", "1,2,3", "-n", "5", "-t", "2", "-ngl", "4", "--n-cpu-moe", "2",
+                        "--layers"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam run --n-cpu-moe 2 failed:\n%s", r.err);
+    assert_no_sanitizer_report("seam run --n-cpu-moe 2", &r);
+    cr_assert(strstr(r.err, "  D2H    1024 B @0 ") && strstr(r.err, "  H2D    1024 B @1 ") &&
+                  strstr(r.err, "  (experts)\n") && !strstr(r.err, " B @2 "),
+              "the experts' crossings of layers 0 and 1 (not 2):\n%s", r.err);
+    cr_assert(strstr(r.err, "      0 GPU ") && strstr(r.err, "      0 CPU ") && strstr(r.err, "      1 CPU ") &&
+                  !strstr(r.err, "      2 CPU ") && strstr(r.err, "crosses (the experts')"),
+              "the layer table's rows:\n%s", r.err);
+    cr_assert(strstr(r.err, "of the token time (within 3%)") && !strstr(r.err, "NOT within"), "a sum is off:\n%s",
+              r.err);
+    result_free(&r);
 }
 
 // The seed's 12 GB card (SEAM_EMU_DEVICE=rtx3060) under the seed's model,

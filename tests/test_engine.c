@@ -236,15 +236,16 @@ Test(engine, layers_are_timed_one_by_one_and_add_up) {
 #ifdef SEAM_HAVE_CUDA
 #include "seam_cuda.h"
 
-// The logits after each of n tokens with 2 of tiny's 4 layers on the GPU,
-// captured as a graph or run op by op; *why_no_graph: the segment's
-// capture failure, if any (a static copy).
-static float *run_gpu(const seam_model *m, const int *tokens, int n, bool graph, const char **why_no_graph) {
+// The logits after each of n tokens with layers on the GPU as req asks (its
+// n_ctx: n), captured as a graph or run op by op; *why_no_graph: the
+// segment's capture failure, if any (a static copy).
+static float *run_planned(const seam_model *m, seam_plan_request req, const int *tokens, int n, bool graph,
+                          const char **why_no_graph) {
     static char why[512];
     seam_engine eng;
     seam_plan plan;
     seam_error e = {{0}};
-    const seam_plan_request req = {.gpu_layers = 2, .head = -1, .n_ctx = n, .gpu_budget = 1ull << 40};
+    req.n_ctx = n, req.gpu_budget = 1ull << 40;
     cr_assert_eq(plan_make(&plan, m, &req, &e), 0, "%s", e.msg);
     cr_assert_eq(engine_init(&eng, m, n, &e), 0, "%s", e.msg);
     cr_assert_eq(engine_place(&eng, &plan, graph, &e), 0, "%s", e.msg);
@@ -258,6 +259,11 @@ static float *run_gpu(const seam_model *m, const int *tokens, int n, bool graph,
     *why_no_graph = failure ? why : NULL;
     engine_free(&eng);
     return all;
+}
+
+// With 2 of tiny's 4 layers on the GPU.
+static float *run_gpu(const seam_model *m, const int *tokens, int n, bool graph, const char **why_no_graph) {
+    return run_planned(m, (seam_plan_request){.gpu_layers = 2, .head = -1}, tokens, n, graph, why_no_graph);
 }
 
 static const int gpu_tokens[] = {1, 17, 300, 42, 7, 255};
@@ -290,6 +296,49 @@ Test(engine, gpu_layers_are_timed_inside_the_graph) {
     float *a = run_timed(&m, &plan, true, 6), *b = run_timed(&m, &plan, false, 6);
     cr_assert(memcmp(a, b, sizeof(float) * m.cfg.n_vocab) == 0, "timing the GPU's layers changed the logits");
     free(a), free(b);
+    model_free(&m);
+}
+
+// Experts on the CPU beside GPU layers (--n-cpu-moe): every layer of
+// moe-mixed (its up experts of another type than its gate experts) on the
+// GPU and the experts of the first two, then of all four, in host memory,
+// run by the CPU backend on the GPU's hidden state. The CUDA kernels sum in
+// their own order, so the logits are held to the split tolerance of the
+// CPU's (0.5 of their spread, as golden::split), and the top token to the
+// CPU's wherever the CPU's margin is wider.
+Test(engine, experts_on_the_cpu_beside_gpu_layers) {
+    if (seam_cuda_device_count() == 0) cr_skip_test("skipped: no CUDA device");
+    seam_model m;
+    seam_error e = {{0}};
+    cr_assert_eq(model_load(&m, synthetic("moe-mixed"), &e), 0, "%s", e.msg);
+    const int V = m.cfg.n_vocab, L = m.cfg.n_layers;
+    float *cpu = run(&m, gpu_tokens, N_GPU_TOKENS, 1);
+    for (int kept = L / 2; kept <= L; kept += L / 2) {
+        const char *why;
+        float *split = run_planned(&m, (seam_plan_request){.gpu_layers = L, .head = -1, .n_cpu_moe = kept},
+                                   gpu_tokens, N_GPU_TOKENS, true, &why);
+        for (int p = 0; p < N_GPU_TOKENS; p++) {
+            const float *a = cpu + (size_t)p * V, *b = split + (size_t)p * V;
+            double mean = 0, var = 0, worst = 0;
+            int best = 0, second = -1;
+            for (int i = 0; i < V; i++) mean += a[i] / V;
+            for (int i = 0; i < V; i++) {
+                var += (a[i] - mean) * (a[i] - mean) / V, worst = fmax(worst, fabs(a[i] - b[i]));
+                if (a[i] > a[best]) second = best, best = i;
+                else if (second < 0 || a[i] > a[second]) second = i;
+            }
+            const double std = sqrt(var);
+            cr_expect(worst <= 0.5 * std, "experts of %d layers on the CPU, token %d: max |diff| %.4g = %.3g std", kept,
+                      p, worst, worst / std);
+            int top = 0;
+            for (int i = 1; i < V; i++) top = b[i] > b[top] ? i : top;
+            if (a[best] - a[second] > 0.5 * std)
+                cr_expect_eq(top, best, "experts of %d layers on the CPU, token %d: top token %d, the CPU's %d", kept, p,
+                             top, best);
+        }
+        free(split);
+    }
+    free(cpu);
     model_free(&m);
 }
 

@@ -360,29 +360,34 @@ ParameterizedTest(golden_case *gc, golden, split) {
     // resident. The emulated device takes a real model through two splits
     // only: its layers cost it a second a token.
     const int L = m.cfg.n_layers;
+    // An MoE model also runs with every layer on the GPU and the experts of
+    // the first half, then of all of them, on the CPU (--n-cpu-moe).
     const struct {
         int n, head;
         seam_overflow overflow;
-    } all[] = {{0, -1, OVERFLOW_CPU},    {1, -1, OVERFLOW_CPU},       {L / 2, -1, OVERFLOW_CPU},
-               {L - 1, -1, OVERFLOW_CPU}, {L, DEV_CPU, OVERFLOW_CPU},  {L, DEV_GPU, OVERFLOW_CPU},
-               {0, -1, OVERFLOW_MAPPED},  {L / 2, -1, OVERFLOW_MAPPED}, {0, -1, OVERFLOW_STREAM},
-               {L / 2, -1, OVERFLOW_STREAM}},
-      emulated_real[] = {{L / 2, -1, OVERFLOW_CPU}, {L, DEV_CPU, OVERFLOW_CPU}};
+        int n_cpu_moe;
+    } all[] = {{0, -1, OVERFLOW_CPU, 0},    {1, -1, OVERFLOW_CPU, 0},       {L / 2, -1, OVERFLOW_CPU, 0},
+               {L - 1, -1, OVERFLOW_CPU, 0}, {L, DEV_CPU, OVERFLOW_CPU, 0},  {L, DEV_GPU, OVERFLOW_CPU, 0},
+               {0, -1, OVERFLOW_MAPPED, 0},  {L / 2, -1, OVERFLOW_MAPPED, 0}, {0, -1, OVERFLOW_STREAM, 0},
+               {L / 2, -1, OVERFLOW_STREAM, 0}, {L, -1, OVERFLOW_CPU, L / 2}, {L, DEV_GPU, OVERFLOW_CPU, L}},
+      emulated_real[] = {{L / 2, -1, OVERFLOW_CPU, 0}, {L, DEV_CPU, OVERFLOW_CPU, 0}};
     const bool few = device.emulated && !strcmp(fx.kind, "file");
     const int n_splits = few ? (int)(sizeof emulated_real / sizeof *emulated_real) : (int)(sizeof all / sizeof *all);
     for (int si = 0; si < n_splits; si++) {
         const int n = few ? emulated_real[si].n : all[si].n, head = few ? emulated_real[si].head : all[si].head;
         const seam_overflow overflow = few ? emulated_real[si].overflow : all[si].overflow;
+        const int n_cpu_moe = few ? 0 : all[si].n_cpu_moe;
+        if (n_cpu_moe && !m.cfg.n_expert) continue;  // a dense model has no experts to keep
         const seam_plan_request req = {.gpu_layers = n, .head = head, .overflow = overflow, .n_ctx = fx.n_tokens,
-                                       .cache = fx.cache, .gpu_budget = UINT64_MAX / 2};
+                                       .cache = fx.cache, .gpu_budget = UINT64_MAX / 2, .n_cpu_moe = n_cpu_moe};
         seam_plan plan;
         seam_engine eng;
-        char what[160];
+        char what[192];
         snprintf(what, sizeof what, "%s, %d of %d layers on the GPU, overflow %s", name, n, L,
                  plan_overflow_name[overflow]);
         cr_assert(plan_make(&plan, &m, &req, &err) == 0, "%s: %s", what, err.msg);
-        snprintf(what, sizeof what, "%s, %d of %d layers on the GPU, overflow %s, head on the %s", name, n, L,
-                 plan_overflow_name[overflow], plan.head == DEV_GPU ? "GPU" : "CPU");
+        snprintf(what, sizeof what, "%s, %d of %d layers on the GPU (the experts of %d on the CPU), overflow %s, head "
+                 "on the %s", name, n, L, n_cpu_moe, plan_overflow_name[overflow], plan.head == DEV_GPU ? "GPU" : "CPU");
         cr_assert(engine_init_kv(&eng, &m, fx.n_tokens, fx.cache, &err) == 0 &&
                       engine_place(&eng, &plan, true, &err) == 0,
                   "%s: %s", what, err.msg);

@@ -76,8 +76,12 @@ static stats summarise(double *v, size_t n) {
 typedef struct {
     seam_direction dir;
     uint64_t bytes;
-    int layer;
+    int layer, experts;
 } crossing_kind;
+
+static bool of_kind(const seam_crossing *c, const crossing_kind *k) {
+    return c->dir == k->dir && c->bytes == k->bytes && c->layer == k->layer && c->experts == k->experts;
+}
 
 static void report_crossings(const seam_timeline *t, FILE *out) {
     crossing_kind kinds[64];
@@ -85,26 +89,27 @@ static void report_crossings(const seam_timeline *t, FILE *out) {
     for (size_t i = 0; i < t->n_crossings && n_kinds < 64; i++) {
         const seam_crossing *c = &t->crossings[i];
         size_t k = 0;
-        while (k < n_kinds && !(kinds[k].dir == c->dir && kinds[k].bytes == c->bytes && kinds[k].layer == c->layer)) k++;
-        if (k == n_kinds) kinds[n_kinds++] = (crossing_kind){c->dir, c->bytes, c->layer};
+        while (k < n_kinds && !of_kind(c, &kinds[k])) k++;
+        if (k == n_kinds) kinds[n_kinds++] = (crossing_kind){c->dir, c->bytes, c->layer, c->experts};
     }
     if (!n_kinds) return;
     fprintf(out, "  crossings (us)          count |  wait mean   p50   p99 |  copy mean   p50   p99 | total mean   p50   p99\n");
-    fprintf(out, "  (H2D, D2H: the hidden state or the logits; WTS: a layer's weights streamed in, wait = the GPU's stall)\n");
+    fprintf(out, "  (H2D, D2H: the hidden state or the logits, or (experts) an MoE layer's experts' input and output\n"
+                 "   run on the CPU; WTS: a layer's weights streamed in, wait = the GPU's stall)\n");
     double *wait = malloc(t->n_crossings * sizeof *wait), *copy = malloc(t->n_crossings * sizeof *copy),
            *total = malloc(t->n_crossings * sizeof *total);
     for (size_t k = 0; wait && copy && total && k < n_kinds; k++) {
         size_t n = 0;
         for (size_t i = 0; i < t->n_crossings; i++) {
             const seam_crossing *c = &t->crossings[i];
-            if (c->dir != kinds[k].dir || c->bytes != kinds[k].bytes || c->layer != kinds[k].layer) continue;
+            if (!of_kind(c, &kinds[k])) continue;
             wait[n] = c->wait_us, copy[n] = c->copy_us, total[n] = c->total_us;
             n++;
         }
         const stats w = summarise(wait, n), cp = summarise(copy, n), tt = summarise(total, n);
-        fprintf(out, "  %s %7" PRIu64 " B @%-4d %7zu | %9.1f %5.1f %5.1f | %9.1f %5.1f %5.1f | %10.1f %5.1f %5.1f\n",
+        fprintf(out, "  %s %7" PRIu64 " B @%-4d %7zu | %9.1f %5.1f %5.1f | %9.1f %5.1f %5.1f | %10.1f %5.1f %5.1f%s\n",
                 timeline_direction_name[kinds[k].dir], kinds[k].bytes, kinds[k].layer, n, w.mean, w.p50, w.p99,
-                cp.mean, cp.p50, cp.p99, tt.mean, tt.p50, tt.p99);
+                cp.mean, cp.p50, cp.p99, tt.mean, tt.p50, tt.p99, kinds[k].experts ? "  (experts)" : "");
     }
     free(wait), free(copy), free(total);
 }
@@ -180,19 +185,28 @@ static bool decoded(const seam_timeline *t, size_t from, int i) {
 
 // The crossings of decoded tokens just before layer `layer` (H2D, D2H), a
 // row each between the layers' rows.
-static void crossing_rows(const seam_timeline *t, size_t from, int layer, size_t n_decoded, FILE *out) {
-    for (int dir = CROSS_H2D; dir <= CROSS_D2H; dir++) {
+static void crossing_rows(const seam_timeline *t, size_t from, int layer, int experts, size_t n_decoded, FILE *out) {
+    crossing_kind kinds[8];
+    int n_kinds = 0;
+    for (size_t i = 0; i < t->n_crossings && n_kinds < 8; i++) {  // in the order they happen
+        const seam_crossing *c = &t->crossings[i];
+        if (c->layer != layer || c->experts != experts || c->dir == CROSS_WEIGHTS || !decoded(t, from, c->token))
+            continue;
+        int k = 0;
+        while (k < n_kinds && !of_kind(c, &kinds[k])) k++;
+        if (k == n_kinds) kinds[n_kinds++] = (crossing_kind){c->dir, c->bytes, c->layer, c->experts};
+    }
+    for (int k = 0; k < n_kinds; k++) {
         double wait = 0, copy = 0, total = 0;
-        uint64_t bytes = 0;
         size_t n = 0;
         for (size_t i = 0; i < t->n_crossings; i++) {
             const seam_crossing *c = &t->crossings[i];
-            if (c->layer != layer || (int)c->dir != dir || !decoded(t, from, c->token)) continue;
-            wait += c->wait_us, copy += c->copy_us, total += c->total_us, bytes = c->bytes, n++;
+            if (!of_kind(c, &kinds[k]) || !decoded(t, from, c->token)) continue;
+            wait += c->wait_us, copy += c->copy_us, total += c->total_us, n++;
         }
-        if (n)
-            fprintf(out, "   -- %s %" PRIu64 " B crosses: %.1f us a token (wait %.1f, copy %.1f)\n",
-                    timeline_direction_name[dir], bytes, total / (double)n_decoded, wait / (double)n, copy / (double)n);
+        fprintf(out, "   -- %s %" PRIu64 " B crosses%s: %.1f us a token (wait %.1f, copy %.1f)\n",
+                timeline_direction_name[kinds[k].dir], kinds[k].bytes, experts ? " (the experts')" : "",
+                total / (double)n_decoded, wait / (double)n, copy / (double)n);
     }
 }
 
@@ -227,36 +241,40 @@ void timeline_layer_report(const seam_timeline *t, size_t from, int n_layers, FI
         bool gpu_head = false;
         for (size_t i = 0; il == n_layers && i < t->n_layers; i++)
             gpu_head = gpu_head || (t->layers[i].layer == il && t->layers[i].on_gpu);
-        if (!gpu_head) crossing_rows(t, from, il, n_decoded, out);
-        size_t n = 0;
-        int on_gpu = 0;
-        double kv = 0, weights = 0;
-        for (size_t i = 0; i < t->n_layers; i++) {
-            const seam_layer_time *lt = &t->layers[i];
-            if (lt->layer != il || lt->n != 1 || !decoded(t, from, lt->token)) continue;
-            v[n++] = lt->us;
-            on_gpu = lt->on_gpu, weights = (double)lt->weight_bytes, kv += (double)lt->kv_bytes;
+        if (!gpu_head) crossing_rows(t, from, il, 0, n_decoded, out);
+        // a row for each device that ran part of it: the GPU's, then (its
+        // experts kept in host memory) the CPU's, their crossings between
+        for (int on_gpu = 1; on_gpu >= 0; on_gpu--) {
+            size_t n = 0;
+            double kv = 0, weights = 0;
+            for (size_t i = 0; i < t->n_layers; i++) {
+                const seam_layer_time *lt = &t->layers[i];
+                if (lt->layer != il || lt->on_gpu != on_gpu || lt->n != 1 || !decoded(t, from, lt->token)) continue;
+                v[n++] = lt->us;
+                weights = (double)lt->weight_bytes, kv += (double)lt->kv_bytes;
+            }
+            if (!n) continue;
+            if (!on_gpu) crossing_rows(t, from, il, 1, n_decoded, out);
+            kv /= (double)n;
+            const stats st = summarise(v, n);
+            const int seg = on_gpu ? SEG_GPU : il == n_layers ? SEG_HEAD : SEG_CPU;
+            summed[seg] += st.mean, timed[seg] = true;
+            char name[16];
+            snprintf(name, sizeof name, il == n_layers ? "head" : "%d", il);
+            fprintf(out, "  %5s %-4s %9.1f %9.1f %6.1f%% %10.2f %9.3f %7.1f", name, on_gpu ? "GPU" : "CPU", st.mean,
+                    st.p99, 100 * st.mean / token_mean, weights / 1e6, kv / 1e6, (weights + kv) / st.mean / 1e3);
+            if (t->predicted_us) fprintf(out, " %8.1f", t->predicted_us[il]);
+            double copy = 0, stall = 0;
+            size_t n_copies = 0;
+            for (size_t i = 0; i < t->n_crossings; i++) {
+                const seam_crossing *c = &t->crossings[i];
+                if (c->dir == CROSS_WEIGHTS && c->layer == il && decoded(t, from, c->token))
+                    copy += c->copy_us, stall += c->wait_us, n_copies++;
+            }
+            if (n_copies) fprintf(out, "   %.1f, %.1f", copy / (double)n_copies, stall / (double)n_copies);
+            fprintf(out, "\n");
         }
-        if (!n) continue;
-        kv /= (double)n;
-        const stats st = summarise(v, n);
-        const int seg = on_gpu ? SEG_GPU : il == n_layers ? SEG_HEAD : SEG_CPU;
-        summed[seg] += st.mean, timed[seg] = true;
-        char name[16];
-        snprintf(name, sizeof name, il == n_layers ? "head" : "%d", il);
-        fprintf(out, "  %5s %-4s %9.1f %9.1f %6.1f%% %10.2f %9.3f %7.1f", name, on_gpu ? "GPU" : "CPU", st.mean, st.p99,
-                100 * st.mean / token_mean, weights / 1e6, kv / 1e6, (weights + kv) / st.mean / 1e3);
-        if (t->predicted_us) fprintf(out, " %8.1f", t->predicted_us[il]);
-        double copy = 0, stall = 0;
-        size_t n_copies = 0;
-        for (size_t i = 0; i < t->n_crossings; i++) {
-            const seam_crossing *c = &t->crossings[i];
-            if (c->dir == CROSS_WEIGHTS && c->layer == il && decoded(t, from, c->token))
-                copy += c->copy_us, stall += c->wait_us, n_copies++;
-        }
-        if (n_copies) fprintf(out, "   %.1f, %.1f", copy / (double)n_copies, stall / (double)n_copies);
-        fprintf(out, "\n");
-        if (gpu_head) crossing_rows(t, from, il, n_decoded, out);
+        if (gpu_head) crossing_rows(t, from, il, 0, n_decoded, out);
     }
     free(v);
     // a GPU head's time is in the GPU segment's
@@ -280,9 +298,9 @@ int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e)
     for (size_t i = 0; i < t->n_crossings; i++) {
         const seam_crossing *c = &t->crossings[i];
         fprintf(f, "%s\n    {\"token\": %d, \"layer\": %d, \"dir\": \"%s\", \"bytes\": %" PRIu64
-                   ", \"wait_us\": %.3f, \"copy_us\": %.3f, \"total_us\": %.3f}",
+                   ", \"wait_us\": %.3f, \"copy_us\": %.3f, \"total_us\": %.3f, \"experts\": %s}",
                 i ? "," : "", c->token, c->layer, timeline_direction_name[c->dir], c->bytes, c->wait_us,
-                c->copy_us, c->total_us);
+                c->copy_us, c->total_us, c->experts ? "true" : "false");
     }
     fprintf(f, "\n  ],\n  \"tokens\": [");
     for (size_t i = 0; i < t->n_tokens; i++) {

@@ -20,8 +20,11 @@ extern const char *const timeline_direction_name[3];  // "H2D", "D2H", "WTS": th
 
 typedef struct {
     int token;           // index of the token in the run (prompt tokens first)
-    int layer;           // the crossing comes before this layer; n_layers = before the head
+    int layer;           // the crossing comes before this layer; n_layers = before the head; an experts'
+                         // crossing is within its layer
     seam_direction dir;
+    int experts;         // 1: an MoE layer's experts' input (D2H) or output (H2D), run on the CPU
+                         // (--n-cpu-moe); 0: the hidden state or the logits, or (WTS) a layer's weights
     uint64_t bytes;
     double wait_us;      // the producer's queue draining (the GPU finishing earlier work); for
                          // weights, the GPU stalled waiting for the copy

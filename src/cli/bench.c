@@ -34,7 +34,9 @@
 #include "gpu/gpu_segment.h"
 #include "plan/memstat.h"
 #include "model/model.h"
+#include "plan/hw.h"
 #include "plan/plan.h"
+#include "plan/predict.h"
 
 enum { MAX_LIST = 64, MAX_MODELS = 16, MAX_REPS = 100 };
 
@@ -49,11 +51,12 @@ typedef struct {
     char *model_list;  // -m's text, split in place into models[]
     const char *models[MAX_MODELS];
     int n_models;
-    int_list prompt, gen, depth, threads, gpu_layers, overflow, cache_k, cache_v;
+    int_list prompt, gen, depth, threads, gpu_layers, n_cpu_moe, overflow, cache_k, cache_v;
     int reps;
     out_format format;
     bool no_graph;
     bool time_layers;  // --layers: a table of every layer's time after each decode test
+    const char *hw;    // --hw: a profile whose speed model predicts each decode test (NULL: none)
     seam_gpu_prefill gpu_prefill;  // --gpu-prefill: how prompts cross the GPU layers
 } bench_options;
 
@@ -62,7 +65,7 @@ typedef struct {
     const char *model;
     uint64_t size, params;
     const char *kernels;
-    int threads, gpu_layers;
+    int threads, gpu_layers, n_cpu_moe;
     seam_overflow overflow;
     seam_kv_config cache;
     seam_gpu_prefill gpu_prefill;
@@ -77,6 +80,7 @@ typedef struct {
     double gbs;           // tg: bytes read per second (mean), weights and KV
     double read_limit;    // tg: the memory probe's read GB/s on these threads (0: not measured)
     double segment_us[SEG_COUNT];  // tg: a decoded token's mean time in each segment (GPU, CPU layers, head)
+    double predicted_ts;           // tg with --hw: the speed model's tok/s at the test's middle position (0: none)
     double cpu_attention_us;       // tg: the share of segment_us[SEG_CPU] the layers' attention took
     uint64_t mem, mem_pred;          // host bytes held after the test, and the plan's prediction
     uint64_t gpu_mem, gpu_mem_pred;  // the same on the GPU (0 without one)
@@ -93,6 +97,8 @@ static void usage(FILE *f) {
             "  -t, --threads LIST       CPU threads [all cores]\n"
             "  -ngl, --gpu-layers LIST  layers on the GPU [0]\n"
             "      --overflow MODES     how the rest run: cpu, mapped, stream, comma-separated [cpu]\n"
+            "      --n-cpu-moe LIST     MoE: the experts of layers 0..N-1 stay on the CPU beside GPU layers [0]\n"
+            "      --hw PROFILE         the speed model's tok/s beside each decode test (models/hw, or 'this') [none]\n"
             "  -ctk, --cache-type-k TYPES  KV cache key types: f16, q8_0, comma-separated [f16]\n"
             "  -ctv, --cache-type-v TYPES  KV cache value types: f16, q8_0, comma-separated [f16]\n"
             "  -r, --repetitions N      measured runs of each test, after one warm-up [5]\n"
@@ -143,6 +149,7 @@ static int parse_bench_options(int argc, char **argv, bench_options *o) {
     o->cache_k = o->cache_v = (int_list){{KV_F16}, 1};
     o->threads = (int_list){{cores > 0 ? (int)cores : 1}, 1};
     o->gpu_layers = (int_list){{0}, 1};
+    o->n_cpu_moe = (int_list){{0}, 1};
     o->overflow = (int_list){{OVERFLOW_CPU}, 1};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -180,6 +187,12 @@ static int parse_bench_options(int argc, char **argv, bench_options *o) {
         } else if (IS("--overflow")) {
             if (parse_names(a, v, plan_overflow_name, OVERFLOW_COUNT, &o->overflow)) return -1;
             i++;
+        } else if (IS("--n-cpu-moe")) {
+            if (parse_list(a, v, 0, SEAM_MAX_LAYERS, &o->n_cpu_moe)) return -1;
+            i++;
+        } else if (IS("--hw")) {
+            if (!v) return fprintf(stderr, "seam bench: %s wants a profile\n", a), -1;
+            o->hw = v, i++;
         } else if (IS("-ctk") || IS("--cache-type-k") || IS("-ctv") || IS("--cache-type-v")) {
             if (parse_names(a, v, plan_kv_type_name, KV_TYPE_COUNT, IS("-ctk") || IS("--cache-type-k") ? &o->cache_k
                                                                                                       : &o->cache_v))
@@ -270,10 +283,12 @@ static void test_name(const bench_row *r, char *buf, size_t len) {
 }
 
 static void print_md(const bench_row *rows, int n) {
+    bool speed_model = false;
+    for (int i = 0; i < n; i++) speed_model = speed_model || rows[i].predicted_ts > 0;
     printf("| model | size | params | backend | threads | ngl | type_k | type_v | test | t/s | weights MiB/t | KV MiB/t "
-           "| GB/s | %% of read bw | memory MiB | predicted | error |\n");
+           "| GB/s | %% of read bw | memory MiB | predicted | error |%s\n", speed_model ? " speed model t/s |" : "");
     printf("| --- | ---: | ---: | --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-           "| ---: |\n");
+           "| ---: |%s\n", speed_model ? " ---: |" : "");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         char test[48], w[32] = "", kv[32] = "", gbs[32] = "", pct[32] = "";
@@ -288,17 +303,24 @@ static void print_md(const bench_row *rows, int n) {
         const char *cuda = r->emulated ? "CUDA-emu" : "CUDA";
         if (r->overflow != OVERFLOW_CPU)
             snprintf(backend, sizeof backend, "%s, rest %s", cuda, plan_overflow_name[r->overflow]);
+        else if (r->gpu_layers && r->n_cpu_moe)
+            snprintf(backend, sizeof backend, "%s + CPU %s, experts of %d layers", cuda, r->kernels, r->n_cpu_moe);
         else if (r->gpu_layers) snprintf(backend, sizeof backend, "%s + CPU %s", cuda, r->kernels);
         else snprintf(backend, sizeof backend, "CPU %s", r->kernels);
         if (r->n_prompt && (r->gpu_layers || r->overflow != OVERFLOW_CPU)) {  // the prefill path through the GPU layers
             const size_t used = strlen(backend);
             snprintf(backend + used, sizeof backend - used, ", prefill %s", gpu_prefill_name[r->gpu_prefill]);
         }
+        char model_ts[48] = "";
+        if (r->predicted_ts > 0)
+            snprintf(model_ts, sizeof model_ts, " %.1f (%+.1f%%) |", r->predicted_ts, 100 * (r->predicted_ts / r->mean - 1));
+        else if (speed_model)
+            snprintf(model_ts, sizeof model_ts, "  |");
         printf("| %s | %.2f MiB | %.2f B | %s | %d | %d | %s | %s | %s | %.2f ± %.2f | %s | %s | %s | %s | %.1f | %.1f "
-               "| %+.1f%% |\n",
+               "| %+.1f%% |%s\n",
                r->model, r->size / 1048576.0, r->params / 1e9, backend, r->threads, r->gpu_layers,
                plan_kv_type_name[r->cache.k], plan_kv_type_name[r->cache.v], test, r->mean, r->sd, w, kv, gbs, pct,
-               r->mem / 1048576.0, r->mem_pred / 1048576.0, memstat_error(r->mem, r->mem_pred));
+               r->mem / 1048576.0, r->mem_pred / 1048576.0, memstat_error(r->mem, r->mem_pred), model_ts);
     }
     for (int i = 0; i < n; i++)
         if (rows[i].emulated) {
@@ -317,20 +339,20 @@ static void print_json(const bench_row *rows, int n) {
         printf("  {\"model\": \"");
         for (const char *c = r->model; *c; c++) printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
         printf("\", \"model_size\": %llu, \"model_params\": %llu, \"kernels\": \"%s\", \"n_threads\": %d, "
-               "\"n_gpu_layers\": %d, \"overflow\": \"%s\", \"type_k\": \"%s\", \"type_v\": \"%s\", \"test\": \"%s\", "
+               "\"n_gpu_layers\": %d, \"n_cpu_moe\": %d, \"overflow\": \"%s\", \"type_k\": \"%s\", \"type_v\": \"%s\", \"test\": \"%s\", "
                "\"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, \"avg_ts\": %.4f, \"stddev_ts\": %.4f, "
                "\"samples_ts\": [",
                (unsigned long long)r->size, (unsigned long long)r->params, r->kernels, r->threads, r->gpu_layers,
-               plan_overflow_name[r->overflow], plan_kv_type_name[r->cache.k], plan_kv_type_name[r->cache.v], test,
+               r->n_cpu_moe, plan_overflow_name[r->overflow], plan_kv_type_name[r->cache.k], plan_kv_type_name[r->cache.v], test,
                r->n_prompt, r->n_gen, r->n_depth, r->mean, r->sd);
         for (int k = 0; k < r->reps; k++) printf(k ? ", %.4f" : "%.4f", r->ts[k]);
         printf("], \"weight_bytes\": %.0f, \"kv_bytes\": %.0f, \"gbps\": %.4f, \"read_gbps\": %.4f, "
                "\"host_bytes\": %llu, \"host_predicted\": %llu, \"gpu_bytes\": %llu, \"gpu_predicted\": %llu, "
-               "\"gpu_prefill\": \"%s\", \"gpu_emulated\": %s, "
+               "\"gpu_prefill\": \"%s\", \"gpu_emulated\": %s, \"predicted_ts\": %.4f, "
                "\"segments_us\": {\"gpu\": %.3f, \"cpu\": %.3f, \"cpu_attention\": %.3f, \"head\": %.3f}}%s\n",
                r->weight_bytes, r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem,
                (unsigned long long)r->mem_pred, (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred,
-               gpu_prefill_name[r->gpu_prefill], r->emulated ? "true" : "false", r->segment_us[SEG_GPU],
+               gpu_prefill_name[r->gpu_prefill], r->emulated ? "true" : "false", r->predicted_ts, r->segment_us[SEG_GPU],
                r->segment_us[SEG_CPU], r->cpu_attention_us,
                r->segment_us[SEG_HEAD], i + 1 < n ? "," : "");
     }
@@ -338,21 +360,21 @@ static void print_json(const bench_row *rows, int n) {
 }
 
 static void print_csv(const bench_row *rows, int n) {
-    printf("model,model_size,model_params,kernels,n_threads,n_gpu_layers,overflow,type_k,type_v,test,n_prompt,n_gen,"
-           "n_depth,avg_ts,stddev_ts,weight_bytes,kv_bytes,gbps,read_gbps,host_bytes,host_predicted,gpu_bytes,"
-           "gpu_predicted,gpu_prefill,gpu_emulated\n");
+    printf("model,model_size,model_params,kernels,n_threads,n_gpu_layers,n_cpu_moe,overflow,type_k,type_v,test,n_prompt,"
+           "n_gen,n_depth,avg_ts,stddev_ts,weight_bytes,kv_bytes,gbps,read_gbps,host_bytes,host_predicted,gpu_bytes,"
+           "gpu_predicted,gpu_prefill,gpu_emulated,predicted_ts\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         char test[48];
         test_name(r, test, sizeof test);
-        printf("\"%s\",%llu,%llu,%s,%d,%d,%s,%s,%s,\"%s\",%d,%d,%d,%.4f,%.4f,%.0f,%.0f,%.4f,%.4f,%llu,%llu,%llu,%llu,%s,"
-               "%d\n",
+        printf("\"%s\",%llu,%llu,%s,%d,%d,%d,%s,%s,%s,\"%s\",%d,%d,%d,%.4f,%.4f,%.0f,%.0f,%.4f,%.4f,%llu,%llu,%llu,%llu,"
+               "%s,%d,%.4f\n",
                r->model, (unsigned long long)r->size, (unsigned long long)r->params, r->kernels, r->threads,
-               r->gpu_layers, plan_overflow_name[r->overflow], plan_kv_type_name[r->cache.k],
+               r->gpu_layers, r->n_cpu_moe, plan_overflow_name[r->overflow], plan_kv_type_name[r->cache.k],
                plan_kv_type_name[r->cache.v], test, r->n_prompt, r->n_gen, r->n_depth, r->mean, r->sd, r->weight_bytes,
                r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem, (unsigned long long)r->mem_pred,
                (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred, gpu_prefill_name[r->gpu_prefill],
-               r->emulated);
+               r->emulated, r->predicted_ts);
     }
 }
 
@@ -372,7 +394,7 @@ static double read_limit_for(int threads, double cache[257]) {
 
 // One combination of the swept values.
 typedef struct {
-    int threads, ngl;
+    int threads, ngl, n_cpu_moe;
     seam_overflow overflow;
     seam_kv_config cache;
 } bench_config;
@@ -382,7 +404,8 @@ static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(c
 // Every test of one model under one configuration, appended to rows; base:
 // the process's memory before the model's tensors came in.
 static int bench_one(const bench_options *o, const char *path, const seam_model *m, const bench_config *cf,
-                     const seam_memstat *base, bench_row *rows, int *n_rows, int max_rows, double bw_cache[257]) {
+                     const hw_profile *hw, const seam_memstat *base, bench_row *rows, int *n_rows, int max_rows,
+                     double bw_cache[257]) {
     seam_error e = {{0}};
     seam_plan plan;
     const int widest = list_max(&o->prompt) > list_max(&o->gen) ? list_max(&o->prompt) : list_max(&o->gen);
@@ -392,10 +415,11 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
     const int n_ctx = depths[o->depth.n - 1] + (widest > 0 ? widest : 1);
     const seam_plan_request req = {.gpu_layers = cf->ngl, .head = -1, .overflow = cf->overflow, .n_ctx = n_ctx,
                                    .cache = cf->cache, .gpu_budget = gpu_free_bytes(),
-                                   .gpu_prefill = o->gpu_prefill};
-    char what[160];
-    snprintf(what, sizeof what, "%s t=%d ngl=%d ctk=%s ctv=%s", path, cf->threads, cf->ngl,
-             plan_kv_type_name[cf->cache.k], plan_kv_type_name[cf->cache.v]);
+                                   .gpu_prefill = o->gpu_prefill, .n_cpu_moe = cf->n_cpu_moe};
+    char what[192];
+    snprintf(what, sizeof what, "%s t=%d ngl=%d%s%.0d ctk=%s ctv=%s", path, cf->threads, cf->ngl,
+             cf->n_cpu_moe ? " n-cpu-moe=" : "", cf->n_cpu_moe, plan_kv_type_name[cf->cache.k],
+             plan_kv_type_name[cf->cache.v]);
     if (plan_make(&plan, m, &req, &e)) return fprintf(stderr, "seam bench: %s: %s\n", what, e.msg), -1;
     const bool gpu = plan_gpu_computed_layers(&plan) > 0 || plan.head == DEV_GPU;
     bool emulated;
@@ -444,6 +468,7 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                 bench_row *row = &rows[(*n_rows)++];
                 *row = (bench_row){.model = path, .size = m->file.size, .params = params,
                                    .kernels = cpu_kernels_get()->name, .threads = cf->threads, .gpu_layers = cf->ngl,
+                                   .n_cpu_moe = cf->n_cpu_moe,
                                    .overflow = cf->overflow, .cache = cf->cache, .gpu_prefill = o->gpu_prefill,
                                    .emulated = gpu && emulated, .n_prompt = kind == 0 ? sizes->v[s] : 0,
                                    .n_gen = kind == 1 ? sizes->v[s] : 0, .n_depth = depth};
@@ -476,6 +501,11 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                         timeline_layer_report(&eng.timeline, timed_from, m->cfg.n_layers, stderr);
                     }
                     row->read_limit = gpu ? 0 : read_limit_for(cf->threads, bw_cache);
+                    seam_prediction pr;
+                    if (hw && predict_token(m, &plan, hw, cf->threads, depth + row->n_gen / 2 + 1, &pr, &e) == 0)
+                        row->predicted_ts = pr.tok_s;
+                    else if (hw)
+                        fprintf(stderr, "seam bench: %s: no prediction: %s\n", what, e.msg);
                 }
                 finish_row(row);
                 seam_memstat now;
@@ -498,8 +528,8 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
 int cmd_bench(int argc, char **argv) {
     bench_options o;
     if (parse_bench_options(argc, argv, &o)) return free(o.model_list), 2;
-    const int max_rows = o.n_models * o.threads.n * o.gpu_layers.n * o.overflow.n * o.cache_k.n * o.cache_v.n *
-                         o.depth.n * (o.prompt.n + o.gen.n);
+    const int max_rows = o.n_models * o.threads.n * o.gpu_layers.n * o.n_cpu_moe.n * o.overflow.n * o.cache_k.n *
+                         o.cache_v.n * o.depth.n * (o.prompt.n + o.gen.n);
     bench_row *rows = calloc((size_t)max_rows, sizeof *rows);
     if (!rows) return free(o.model_list), fprintf(stderr, "seam bench: out of memory for %d results\n", max_rows), 1;
     double bw_cache[257] = {0};
@@ -514,25 +544,36 @@ int cmd_bench(int argc, char **argv) {
             rc = 1;
             continue;
         }
+        // the profile first: measuring 'this' machine must not count in the tests' memory
+        hw_profile hw;
+        if (o.hw && (!strcmp(o.hw, "this") ? hw_measure_cpu(&hw, list_max(&o.threads), &m.cfg, &e)
+                                           : hw_load(&hw, o.hw, &e))) {
+            fprintf(stderr, "seam bench: %s\n", e.msg);
+            model_free(&m);
+            rc = 1;
+            continue;
+        }
         seam_memstat base;
         memstat_read(&base, NULL);
         gguf_prefetch(&m.file);
         for (int ti = 0; ti < o.threads.n; ti++)
             for (int gi = 0; gi < o.gpu_layers.n; gi++)
-                for (int fi = 0; fi < o.overflow.n; fi++)
-                    for (int ki = 0; ki < o.cache_k.n; ki++)
-                        for (int vi = 0; vi < o.cache_v.n; vi++) {
-                            const bench_config cf = {
-                                .threads = o.threads.v[ti], .ngl = o.gpu_layers.v[gi],
-                                .overflow = (seam_overflow)o.overflow.v[fi],
-                                .cache = {.k = (seam_kv_type)o.cache_k.v[ki], .v = (seam_kv_type)o.cache_v.v[vi]},
-                            };
-                            const int before = n_rows;
-                            if (bench_one(&o, o.models[mi], &m, &cf, &base, rows, &n_rows, max_rows, bw_cache)) {
-                                rc = 1;
-                                n_rows = before;  // no half-measured rows
+                for (int ei = 0; ei < o.n_cpu_moe.n; ei++)
+                    for (int fi = 0; fi < o.overflow.n; fi++)
+                        for (int ki = 0; ki < o.cache_k.n; ki++)
+                            for (int vi = 0; vi < o.cache_v.n; vi++) {
+                                const bench_config cf = {
+                                    .threads = o.threads.v[ti], .ngl = o.gpu_layers.v[gi],
+                                    .n_cpu_moe = o.n_cpu_moe.v[ei], .overflow = (seam_overflow)o.overflow.v[fi],
+                                    .cache = {.k = (seam_kv_type)o.cache_k.v[ki], .v = (seam_kv_type)o.cache_v.v[vi]},
+                                };
+                                const int before = n_rows;
+                                if (bench_one(&o, o.models[mi], &m, &cf, o.hw ? &hw : NULL, &base, rows, &n_rows,
+                                              max_rows, bw_cache)) {
+                                    rc = 1;
+                                    n_rows = before;  // no half-measured rows
+                                }
                             }
-                        }
         model_free(&m);
     }
     if (o.format == OUT_MD) print_md(rows, n_rows);

@@ -475,9 +475,11 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
     fprintf(table, "prediction on '%s' (%s): %s, KV cache filled to %d positions\n", hw.name, hw.path, label, req.n_ctx);
     predict_print_header(table);
     int rc = 0, written = 0;
-    const int n = o->n_ngl ? o->n_ngl : 1;
+    const int n = (o->n_ngl ? o->n_ngl : 1) * (o->n_cpu_moe_list ? o->n_cpu_moe_list : 1);
     for (int i = 0; i < n; i++) {
-        req.gpu_layers = o->n_ngl ? o->ngl_list[i] : o->gpu_layers;
+        const int per_ngl = o->n_cpu_moe_list ? o->n_cpu_moe_list : 1;
+        req.gpu_layers = o->n_ngl ? o->ngl_list[i / per_ngl] : o->gpu_layers;
+        req.n_cpu_moe = o->n_cpu_moe_list ? o->cpu_moe_list[i % per_ngl] : o->n_cpu_moe;
         seam_plan p;
         seam_prediction pr;
         // --head gpu with layers left to the CPU: llama.cpp's placement, which
@@ -488,7 +490,7 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
         const int planned = plan_make(&p, m, &req, &err);
         if (!planned && o->head == DEV_GPU) req.head = DEV_GPU, plan_place(&p, m, &req, p.gpu_layers);
         if (planned || predict_token(m, &p, &hw, threads, req.n_ctx, &pr, &err)) {
-            fprintf(stderr, "seam plan: -ngl %d: %s\n", req.gpu_layers, err.msg);
+            fprintf(stderr, "seam plan: -ngl %d --n-cpu-moe %d: %s\n", req.gpu_layers, req.n_cpu_moe, err.msg);
             rc = 1;
             continue;
         }
@@ -604,8 +606,8 @@ int main(int argc, char **argv) {
     if (options_parse(argc - 2, argv + 2, &o)) return 2;
     const bool takes_file = !strcmp(cmd, "inspect") || !strcmp(cmd, "tokenize") || !strcmp(cmd, "plan");
     const bool hw_here = !strcmp(cmd, "plan") || (!strcmp(cmd, "run") && o.time_layers);
-    if ((o.n_ngl > 1 || o.shape_path || o.json_path) && strcmp(cmd, "plan")) {
-        fprintf(stderr, "seam %s: a list of -ngl values, --shape and --json are seam plan's\n", cmd);
+    if ((o.n_ngl > 1 || o.n_cpu_moe_list > 1 || o.shape_path || o.json_path) && strcmp(cmd, "plan")) {
+        fprintf(stderr, "seam %s: a list of -ngl or --n-cpu-moe values, --shape and --json are seam plan's\n", cmd);
         return 2;
     }
     if (o.hw && !hw_here) {

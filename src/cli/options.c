@@ -167,8 +167,10 @@ int options_parse(int argc, char **argv, options *o) {
         } else if (IS("--cpu-moe")) {
             o->cpu_moe = true;
         } else if (IS("--n-cpu-moe")) {
-            if (parse_long(a, v, 0, SEAM_MAX_LAYERS, &x)) return -1;
-            o->n_cpu_moe = (int)x, i++;
+            seam_error err;
+            if (seam_parse_int_list(a, v, 0, SEAM_MAX_LAYERS, o->cpu_moe_list, 64, &o->n_cpu_moe_list, &err))
+                return fprintf(stderr, "seam: %s\n", err.msg), -1;
+            o->n_cpu_moe = o->cpu_moe_list[0], i++;
         } else if (IS("--seed")) {
             if (parse_long(a, v, 0, LONG_MAX, &x)) return -1;
             o->seed = (uint64_t)x, i++;

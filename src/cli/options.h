@@ -33,6 +33,8 @@ typedef struct {
     seam_overflow overflow; // --overflow: how the layers past -ngl run
     bool cpu_moe;           // --cpu-moe
     int n_cpu_moe;          // --n-cpu-moe
+    int cpu_moe_list[64];   // plan: --n-cpu-moe 0-48+8, every count to plan and predict
+    int n_cpu_moe_list;
     bool no_graph;          // --no-graph: one launch per GPU op instead of a replayed CUDA graph
     seam_gpu_prefill gpu_prefill;  // --gpu-prefill: how a prompt's batches cross the GPU layers
     uint64_t seed;

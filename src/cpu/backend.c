@@ -384,13 +384,12 @@ static cpu_matmul_item expert_item(const cpu_moe_work *m, const seam_tensor *w, 
 // The experts grouped by expert: each expert's rows are read once for every
 // (token, rank) pair that chose it, and every expert's gate and up, then
 // every expert's down, run as one pool job.
-static int op_moe(void *be, const seam_layer_weights *l, const float *x, float *out, int n, seam_error *e) {
-    const cpu_backend *b = be;
+void cpu_backend_experts(const cpu_backend *b, const seam_layer_weights *l, const float *x, float *router, float *out,
+                         int n) {
     const seam_config *c = b->cfg;
     const cpu_moe_work *m = &b->moe;
     const int ku = c->n_expert_used, E = c->n_embd, F = c->n_ff_exp, ne = c->n_expert;
-    cpu_matmul(b->pool, &l->ffn_gate_inp, x, E, m->router, ne, n, b->act);
-    for (int t = 0; t < n; t++) cpu_moe_route(c, m->router + t * ne, m->chosen + t * ku, m->weight + t * ku);
+    for (int t = 0; t < n; t++) cpu_moe_route(c, router + t * ne, m->chosen + t * ku, m->weight + t * ku);
     // the pairs in expert order (a counting sort)
     memset(m->first, 0, sizeof(int) * (ne + 1));
     for (int p = 0; p < n * ku; p++) m->first[m->chosen[p] + 1]++;
@@ -425,6 +424,12 @@ static int op_moe(void *be, const seam_layer_weights *l, const float *x, float *
         }
     cpu_matmul_items(b->pool, n_items, items);
     each_row(b, pair_sum, &arg, n);
+}
+
+static int op_moe(void *be, int il, const seam_layer_weights *l, const float *x, float *out, int n, seam_error *e) {
+    const cpu_backend *b = be;
+    cpu_matmul(b->pool, &l->ffn_gate_inp, x, b->cfg->n_embd, b->moe.router, b->cfg->n_expert, n, b->act);
+    cpu_backend_experts(b, l, x, b->moe.router, out, n);
     return 0;
 }
 

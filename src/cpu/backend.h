@@ -85,4 +85,13 @@ int cpu_backend_set_threads(cpu_backend *b, int n_threads, seam_error *e);
 // computed here, once for every layer.
 void cpu_backend_begin(cpu_backend *b, int pos0, int n);
 
+// An MoE layer's experts for n tokens (1..SEAM_UBATCH) whose router
+// logits are already computed: router (n, n_expert) logits in, routed
+// (softmax, top k, renormalised: cpu_moe_route), and out (n, n_embd) = each
+// token's chosen experts' SwiGLU FFNs of x (n, n_embd), weighted and summed
+// in rank order. The CPU's own MoE layers and the GPU's layers whose
+// experts stay in host memory (--n-cpu-moe) both run it.
+void cpu_backend_experts(const cpu_backend *b, const seam_layer_weights *l, const float *x, float *router, float *out,
+                         int n);
+
 #endif

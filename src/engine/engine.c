@@ -50,7 +50,7 @@ int engine_place(seam_engine *eng, const seam_plan *plan, bool use_graph, seam_e
     eng->gpu_layers = 0;
     eng->head_on_gpu = false;
     if (plan_gpu_computed_layers(plan) == 0 && plan->head != DEV_GPU) return 0;
-    if (gpu_segment_init(&eng->gpu, eng->model, plan, eng->n_ctx, use_graph, e)) return -1;
+    if (gpu_segment_init(&eng->gpu, eng->model, plan, eng->n_ctx, use_graph, &eng->cpu, e)) return -1;
     eng->gpu_layers = plan_gpu_computed_layers(plan);
     eng->head_on_gpu = plan->head == DEV_GPU;
     gpu_segment_time_layers(eng->gpu, eng->time_layers);
@@ -138,10 +138,11 @@ static int run_batch(seam_engine *eng, const int *tokens, int n, int pos0, bool 
         seam_token_time tt = {.token = eng->n_run++, .pos = pos0 + t, .prefill = prefill};
         tt.token_us = share * (t_end - t_start);
         tt.segment_us[SEG_GPU] = gpu.segment_us[SEG_GPU] / n;
-        tt.segment_us[SEG_CPU] = share * (t_head - t_layers);
+        tt.segment_us[SEG_CPU] = share * (t_head - t_layers) + gpu.segment_us[SEG_CPU] / n;  // and any experts
         tt.segment_us[SEG_HEAD] = share * (t_end - t_head);
         tt.cpu_attention_us = share * eng->cpu.attention_s;
-        if (eng->gpu) tt.gpu_idle_us = share * (t_end - t_layers);  // one stream: the GPU waits for the CPU's part
+        // one stream: the GPU waits for the CPU's part (and for experts it hands the CPU)
+        if (eng->gpu) tt.gpu_idle_us = share * (t_end - t_layers) + gpu.segment_us[SEG_CPU] / n;
         if (timeline_add_token(&eng->timeline, &tt)) return seam_fail(e, "out of memory for the timeline");
     }
     return 0;

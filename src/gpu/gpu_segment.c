@@ -77,7 +77,7 @@ const char *gpu_device_name(bool *emulated) {
 }
 
 int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *plan, int n_ctx, bool use_graph,
-                     seam_error *e) {
+                     cpu_backend *cpu, seam_error *e) {
     *out = NULL;
     return seam_fail(e, "this seam was built without CUDA: GPU layers need a CUDA build (nvcc found at configure time)");
 }
@@ -153,6 +153,16 @@ struct gpu_segment {
     seam_cuda_event *ev_start, *ev_end;  // around the segment's compute
     seam_cuda_event *ev_copy0, *ev_copy1;  // around a crossing's copy
     bool time_layers;         // record layer_done, and each layer's time in the timeline
+    // layers whose experts stay in host memory (--n-cpu-moe): the router runs here, its logits and the
+    // experts' input cross to the host, the CPU runs the experts, their sum crosses back
+    bool *host_experts;       // [n_layers]
+    cpu_backend *cpu;         // runs them
+    float *experts_in;        // (n_embd + n_expert) pinned: the experts' input, then the router's logits
+    float *experts_out;       // (n_embd) pinned: their weighted sum
+    double *host_us;          // [n_layers] this run's host time inside a layer: its crossings and experts
+    double *experts_us;       // [n_layers] of which the CPU's time on its experts
+    seam_timeline *run_tl;    // the run in flight, whose crossings the experts' path records
+    int run_token;
     seam_cuda_event **layer_done;  // [n_layers] recorded after each layer (time_layers)
     seam_cuda_graph *graph;   // the captured segment; NULL until the first token (or without graphs)
     gpu_layer *layers;        // [n_layers]
@@ -268,7 +278,9 @@ static int upload_layer(gpu_segment *g, int il, seam_error *e) {
     seam_layer_weights *d = &g->layers[il].w;
     const seam_tensor *src[] = {LAYER_TENSORS(h)};
     seam_tensor *dst[] = {LAYER_TENSORS(d)};
-    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++)
+    // the routed experts, last in LAYER_TENSORS, stay in host memory when the CPU runs them
+    const size_t n = sizeof src / sizeof src[0] - (g->host_experts[il] ? MODEL_LAYER_ROUTED : 0);
+    for (size_t i = 0; i < n; i++)
         if (upload(g, dst[i], src[i], e)) return -1;
     return 0;
 }
@@ -286,6 +298,26 @@ static int place_layer(gpu_segment *g, int il, seam_error *e) {
     kv->rows = plan_kv_rows(c, g->cache, il, g->n_ctx);
     return dev_alloc(g, &kv->k, kv->rows * ggml_row_bytes(kv->k_type, kv_dim), "a layer's K cache", e) ||
            dev_alloc(g, &kv->v, kv->rows * ggml_row_bytes(kv->v_type, kv_dim), "a layer's V cache", e);
+}
+
+// The one door between host and device: copies, waits until the data is
+// usable, and records wait (the queue draining first), copy (events around
+// it) and total host time.
+static int crossing(gpu_segment *g, seam_direction dir, void *dst, const void *src, size_t bytes, int layer,
+                    bool experts, int token, seam_timeline *tl, seam_error *e) {
+    const double t0 = seam_now();
+    if (seam_cuda_stream_synchronize(g->stream, e)) return -1;
+    const double t1 = seam_now();
+    int rc = seam_cuda_event_record(g->ev_copy0, g->stream, e);
+    rc = rc || (dir == CROSS_H2D ? seam_cuda_copy_h2d(g->stream, dst, src, bytes, e)
+                                 : seam_cuda_copy_d2h(g->stream, dst, src, bytes, e));
+    rc = rc || seam_cuda_event_record(g->ev_copy1, g->stream, e) || seam_cuda_stream_synchronize(g->stream, e);
+    float ms = 0;
+    rc = rc || seam_cuda_event_elapsed_ms(g->ev_copy0, g->ev_copy1, &ms, e);
+    if (rc) return -1;
+    const seam_crossing rec = {.token = token, .layer = layer, .dir = dir, .experts = experts, .bytes = bytes,
+                               .wait_us = 1e6 * (t1 - t0), .copy_us = 1e3 * ms, .total_us = 1e6 * (seam_now() - t0)};
+    return timeline_add_crossing(tl, &rec) ? seam_fail(e, "out of memory for the timeline") : 0;
 }
 
 // ---------------------------------------------------------------- the layer's operations
@@ -384,14 +416,38 @@ static int op_glu(void *be, float *gate, const float *up, int n, int cols, bool 
 // gpu_segment_gemm): the router picks k experts into g->chosen and
 // g->weights on the device, and each chosen expert's SwiGLU FFN runs on the
 // rows of its slice, found from that index, its output weighted into out.
-static int op_moe(void *be, const seam_layer_weights *l, const float *x, float *out, int n, seam_error *e) {
+// Layer il's experts on the CPU: the router's logits are computed here; they
+// and the experts' input cross to the host, the CPU routes and runs the
+// experts over the host's copy of their weights, and their weighted sum
+// crosses back into out. Each crossing is timed like the segment's own;
+// the host's time inside the layer is kept apart from the GPU's.
+static int host_experts(gpu_segment *g, int il, const seam_layer_weights *l, const float *x, float *out, seam_error *e) {
+    const seam_config *c = &g->model->cfg;
+    const size_t in_bytes = (size_t)c->n_embd * sizeof(float), router_bytes = (size_t)c->n_expert * sizeof(float);
+    // the GPU's part of the layer done first, so that the host's time below is the host's alone
+    if (matvec(g, &l->ffn_gate_inp, x, g->router, e) || seam_cuda_stream_synchronize(g->stream, e)) return -1;
+    const double t0 = seam_now();
+    if (crossing(g, CROSS_D2H, g->experts_in, x, in_bytes, il, true, g->run_token, g->run_tl, e) ||
+        crossing(g, CROSS_D2H, g->experts_in + c->n_embd, g->router, router_bytes, il, true, g->run_token, g->run_tl, e))
+        return -1;
+    const double t1 = seam_now();
+    cpu_backend_experts(g->cpu, &g->model->w.layers[il], g->experts_in, g->experts_in + c->n_embd, g->experts_out, 1);
+    const double t2 = seam_now();
+    if (crossing(g, CROSS_H2D, out, g->experts_out, in_bytes, il, true, g->run_token, g->run_tl, e)) return -1;
+    g->experts_us[il] += 1e6 * (t2 - t1);
+    g->host_us[il] += 1e6 * (seam_now() - t0);
+    return 0;
+}
+
+static int op_moe(void *be, int il, const seam_layer_weights *l, const float *x, float *out, int n, seam_error *e) {
     gpu_segment *g = be;
+    if (n != 1) return seam_fail(e, "the GPU's experts take one token at a time (got %d)", n);
+    if (g->host_experts[il]) return host_experts(g, il, l, x, out, e);
     const seam_config *c = &g->model->cfg;
     seam_cuda_stream *s = g->stream;
     const int E = c->n_embd, F = c->n_ff_exp, n_exp = c->n_expert;
     const seam_tensor *gate = &l->ffn_gate_exps, *up = &l->ffn_up_exps, *down = &l->ffn_down_exps;
     float *hb = g->token.hb, *hb2 = g->token.hb2;
-    if (n != 1) return seam_fail(e, "the GPU's experts take one token at a time (got %d)", n);
     if (matvec(g, &l->ffn_gate_inp, x, g->router, e) ||
         seam_cuda_moe_route(s, g->router, n_exp, c->n_expert_used, g->chosen, g->weights, e) ||
         seam_cuda_quantize(s, gate->type, x, g->scratch, E, e))
@@ -418,17 +474,13 @@ static const layer_ops gpu_layer_ops = {
 };
 
 int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *plan, int n_ctx, bool use_graph,
-                     seam_error *e) {
+                     cpu_backend *cpu, seam_error *e) {
     *out = NULL;
     const seam_config *c = &m->cfg;
     if (seam_cuda_device_count() == 0) return seam_fail(e, "GPU layers need a CUDA device and there is none");
-    for (int il = 0; il < plan->gpu_layers; il++)
-        if (plan->experts[il] != DEV_GPU)
-            return seam_fail(e, "layer %d runs on the GPU but its experts are planned on the CPU (--cpu-moe, "
-                                "--n-cpu-moe): the GPU segment runs a layer's experts with it; lower -ngl to %d "
-                                "or drop the flag", il, il);
     gpu_segment *g = calloc(1, sizeof *g);
     if (!g) return seam_fail(e, "out of memory");
+    g->cpu = cpu;
     g->model = m;
     g->n_layers = plan_gpu_computed_layers(plan);
     g->resident = plan->gpu_layers;
@@ -438,14 +490,26 @@ int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *pl
     g->cache = plan->cache;
     g->prefill = plan->gpu_prefill;
     plan_kv_rotation(c, g->cache, &g->rot_k, &g->rot_v);
-    // the streamed layers' copies and waits are two streams' work, launched op by op
-    g->use_graph = use_graph && !(g->overflow == OVERFLOW_STREAM && g->resident < g->n_layers);
     g->layers = calloc((size_t)(g->n_layers > 0 ? g->n_layers : 1), sizeof *g->layers);
+    g->host_experts = calloc((size_t)(g->n_layers > 0 ? g->n_layers : 1), sizeof *g->host_experts);
+    g->host_us = calloc((size_t)(g->n_layers > 0 ? g->n_layers : 1), sizeof *g->host_us);
+    g->experts_us = calloc((size_t)(g->n_layers > 0 ? g->n_layers : 1), sizeof *g->experts_us);
+    bool any_host_experts = false;
+    for (int il = 0; c->n_expert && g->host_experts && il < g->resident; il++)
+        any_host_experts |= g->host_experts[il] = plan->experts[il] == DEV_CPU;
+    // the streamed layers' copies and waits are two streams' work, and the
+    // host's experts stop the stream mid-layer for the CPU: launched op by op
+    // (a graph per stretch between them is the alternative, for a device to
+    // measure)
+    g->use_graph = use_graph && !(g->overflow == OVERFLOW_STREAM && g->resident < g->n_layers) && !any_host_experts;
     const int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
     const int hidden = c->n_expert ? c->n_ff_exp : c->n_ff;  // as the CPU backend sizes it
     const int wide = q_dim > c->n_embd ? q_dim : c->n_embd;
     const gpu_scratch_cols cols = gpu_segment_scratch_cols(c);
-    int rc = !g->layers ? seam_fail(e, "out of memory") : 0;
+    int rc = !g->layers || !g->host_experts || !g->host_us || !g->experts_us ? seam_fail(e, "out of memory") : 0;
+    if (any_host_experts)
+        rc = rc || seam_cuda_host_alloc((void **)&g->experts_in, (size_t)(c->n_embd + c->n_expert) * 4, e) ||
+             seam_cuda_host_alloc((void **)&g->experts_out, (size_t)c->n_embd * 4, e);
     rc = rc || seam_cuda_init(0, e) || seam_cuda_stream_create(&g->stream, e) ||
          seam_cuda_event_create(&g->ev_start, e) || seam_cuda_event_create(&g->ev_end, e) ||
          seam_cuda_event_create(&g->ev_copy0, e) || seam_cuda_event_create(&g->ev_copy1, e);
@@ -533,6 +597,11 @@ void gpu_segment_free(gpu_segment *g) {
     free(g->streamed);
     for (int il = 0; g->layer_done && il < g->n_layers; il++) seam_cuda_event_destroy(g->layer_done[il]);
     free(g->layer_done);
+    free(g->host_experts);
+    free(g->host_us);
+    free(g->experts_us);
+    seam_cuda_host_free(g->experts_in);
+    seam_cuda_host_free(g->experts_out);
     for (int il = 0; g->layers && il < g->n_layers; il++) seam_cuda_host_free(g->layers[il].host_block);
     seam_cuda_stream_destroy(g->copy_stream);
     seam_cuda_blas_destroy(g->blas);
@@ -595,25 +664,6 @@ static int enqueue_segment(gpu_segment *g, int n, bool head, seam_error *e) {
     return c->logit_softcap > 0.0f ? seam_cuda_softcap(g->stream, g->logits_dev, c->logit_softcap, c->n_vocab, e) : 0;
 }
 
-// The one door between host and device: copies, waits until the data is
-// usable, and records wait (the queue draining first), copy (events around
-// it) and total host time.
-static int crossing(gpu_segment *g, seam_direction dir, void *dst, const void *src, size_t bytes, int layer, int token,
-                    seam_timeline *tl, seam_error *e) {
-    const double t0 = seam_now();
-    if (seam_cuda_stream_synchronize(g->stream, e)) return -1;
-    const double t1 = seam_now();
-    int rc = seam_cuda_event_record(g->ev_copy0, g->stream, e);
-    rc = rc || (dir == CROSS_H2D ? seam_cuda_copy_h2d(g->stream, dst, src, bytes, e)
-                                 : seam_cuda_copy_d2h(g->stream, dst, src, bytes, e));
-    rc = rc || seam_cuda_event_record(g->ev_copy1, g->stream, e) || seam_cuda_stream_synchronize(g->stream, e);
-    float ms = 0;
-    rc = rc || seam_cuda_event_elapsed_ms(g->ev_copy0, g->ev_copy1, &ms, e);
-    if (rc) return -1;
-    const seam_crossing rec = {.token = token, .layer = layer, .dir = dir, .bytes = bytes,
-                               .wait_us = 1e6 * (t1 - t0), .copy_us = 1e3 * ms, .total_us = 1e6 * (seam_now() - t0)};
-    return timeline_add_crossing(tl, &rec) ? seam_fail(e, "out of memory for the timeline") : 0;
-}
 
 // The streamed layers' copies of this token as crossings of weights: the
 // DMA's own time, and how long the GPU stalled waiting for it.
@@ -680,7 +730,15 @@ static int record_layers(gpu_segment *g, int n, int pos0, bool head, int token, 
         seam_layer_time lt = plan_layer_record(g->model, g->cache, il < g->n_layers ? il : g->model->cfg.n_layers,
                                                pos0 + n - 1);
         lt.token = token, lt.n = n, lt.on_gpu = 1, lt.us = 1e3 * ms;
-        if (timeline_add_layer(tl, &lt)) return seam_fail(e, "out of memory for the timeline");
+        seam_layer_time experts = lt;  // a layer whose experts ran on the CPU: their part is the CPU's record
+        if (il < g->n_layers && g->host_experts[il]) {
+            const uint64_t active = model_layer_active_expert_bytes(g->model, il);
+            lt.us -= g->host_us[il], lt.weight_bytes -= active;
+            experts = (seam_layer_time){.token = token, .n = n, .layer = il, .on_gpu = 0, .pos = lt.pos,
+                                        .us = g->experts_us[il], .weight_bytes = active};
+        }
+        if (timeline_add_layer(tl, &lt) || (experts.on_gpu == 0 && timeline_add_layer(tl, &experts)))
+            return seam_fail(e, "out of memory for the timeline");
     }
     return 0;
 }
@@ -704,12 +762,14 @@ int gpu_segment_run(gpu_segment *g, float *x, int n, int pos0, bool head, float 
     g->layer.acts = n == 1 ? g->token : g->batch;
     const int token = tt->token;
     const size_t x_bytes = (size_t)n * c->n_embd * sizeof(float);
+    g->run_tl = tl, g->run_token = token;
+    for (int il = 0; il < g->n_layers; il++) g->host_us[il] = g->experts_us[il] = 0;
     float *x_dev = g->layer.acts.x;
     // the hidden states cross to the device, then the positions follow (the
     // steps are bookkeeping of the graph, not a crossing of the model's data:
     // their copy lands in the report's "other", not in the crossing's wait)
     memcpy(g->x_pinned, x, x_bytes);
-    if (crossing(g, CROSS_H2D, x_dev, g->x_pinned, x_bytes, 0, token, tl, e)) return -1;
+    if (crossing(g, CROSS_H2D, x_dev, g->x_pinned, x_bytes, 0, false, token, tl, e)) return -1;
     for (int t = 0; t < n; t++) g->step_host[t] = (seam_cuda_step){.token = 0, .pos = pos0 + t};  // rows looked up on the host
     if (seam_cuda_copy_h2d(g->stream, g->step, g->step_host, (size_t)n * sizeof *g->step, e)) return -1;
 
@@ -722,19 +782,24 @@ int gpu_segment_run(gpu_segment *g, float *x, int n, int pos0, bool head, float 
     if (seam_cuda_event_record(g->ev_end, g->stream, e) || seam_cuda_stream_synchronize(g->stream, e) ||
         seam_cuda_event_elapsed_ms(g->ev_start, g->ev_end, &ms, e))
         return -1;
-    tt->segment_us[SEG_GPU] = 1e3 * ms;
+    // the host's part inside the layers (experts kept on the CPU, their
+    // crossings) is the CPU's and the crossings', not the GPU's
+    double host_us = 0, experts_us = 0;
+    for (int il = 0; il < g->n_layers; il++) host_us += g->host_us[il], experts_us += g->experts_us[il];
+    tt->segment_us[SEG_GPU] = 1e3 * ms - host_us;
+    tt->segment_us[SEG_CPU] = experts_us;
     if (record_streamed(g, tl, token, e) || (g->time_layers && record_layers(g, n, pos0, head, token, tl, e)))
         return -1;
 
     // back to the host: the logits when the head ran here, else the hidden states
     if (head) {
         if (crossing(g, CROSS_D2H, g->logits_pinned, g->logits_dev, (size_t)c->n_vocab * sizeof(float), c->n_layers,
-                     token, tl, e))
+                     false, token, tl, e))
             return -1;
         *logits = g->logits_pinned;
         return 0;
     }
-    if (crossing(g, CROSS_D2H, g->x_pinned, x_dev, x_bytes, g->n_layers, token, tl, e)) return -1;
+    if (crossing(g, CROSS_D2H, g->x_pinned, x_dev, x_bytes, g->n_layers, false, token, tl, e)) return -1;
     memcpy(x, g->x_pinned, x_bytes);
     return 0;
 }

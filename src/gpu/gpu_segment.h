@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 
+#include "cpu/backend.h"
 #include "model/model.h"
 #include "model/placement.h"
 #include "base/timeline.h"
@@ -30,11 +31,13 @@ uint64_t gpu_free_bytes(void);
 const char *gpu_device_name(bool *emulated);
 
 // Copies the weights of the plan's GPU layers (and head) to the device and
-// allocates their KV caches and the activations. Fails with a message when
-// there is no CUDA build or device, when memory runs out (naming what and how
-// much), or for what the GPU path does not run yet (MoE layers).
+// allocates their KV caches and the activations. A layer whose experts the
+// plan keeps on the CPU (--n-cpu-moe, --cpu-moe) leaves them in host memory,
+// where cpu runs them (cpu_backend_experts) when the layer reaches them.
+// Fails with a message when there is no CUDA build or device, or when memory
+// runs out (naming what and how much).
 int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *plan, int n_ctx, bool use_graph,
-                     seam_error *e);
+                     cpu_backend *cpu, seam_error *e);
 void gpu_segment_free(gpu_segment *g);
 
 // n tokens (1..SEAM_UBATCH) at positions pos0.. through the GPU layers: x

@@ -54,7 +54,7 @@ int layer_forward(const layer_backend *b, const seam_config *c, int il, const se
     // the feed-forward block: the experts (MoE), or one gated FFN
     TRY(op->rmsnorm(be, a->xb, a->x, &l->ffn_norm, n, E, e));
     if (c->n_expert) {
-        TRY(op->moe(be, l, a->xb, a->xb2, n, e));
+        TRY(op->moe(be, il, l, a->xb, a->xb2, n, e));
     } else {
         const seam_tensor *gate_up[] = {&l->w_gate, &l->w_up}, *down = &l->w_down;
         TRY(op->matmul(be, 2, gate_up, a->xb, (float *const[]){a->hb, a->hb2}, n, e));

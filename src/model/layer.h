@@ -54,10 +54,11 @@ typedef struct {
     int (*attention)(void *be, int il, float *out, const float *q, int n, seam_error *e);
     // gate (n, cols) = act(gate) * up: SwiGLU, or GEGLU (tanh GELU) when gelu
     int (*glu)(void *be, float *gate, const float *up, int n, int cols, bool gelu, seam_error *e);
-    // out (n, n_embd) = each token's top n_expert_used experts (by the router
-    // l->ffn_gate_inp, softmax-gated, as llama.cpp's build_moe_ffn), each a
-    // SwiGLU FFN of x (n, n_embd), weighted and summed in rank order
-    int (*moe)(void *be, const seam_layer_weights *l, const float *x, float *out, int n, seam_error *e);
+    // out (n, n_embd) = each token's top n_expert_used experts of layer il
+    // (by the router l->ffn_gate_inp, softmax-gated, as llama.cpp's
+    // build_moe_ffn), each a SwiGLU FFN of x (n, n_embd), weighted and summed
+    // in rank order
+    int (*moe)(void *be, int il, const seam_layer_weights *l, const float *x, float *out, int n, seam_error *e);
 } layer_ops;
 
 // A backend as the recipe sees it.

@@ -322,11 +322,17 @@ uint64_t model_layer_bytes(const seam_model *m, int il) {
     return dense + experts;
 }
 
-uint64_t model_layer_active_bytes(const seam_model *m, int il) {
+uint64_t model_layer_active_expert_bytes(const seam_model *m, int il) {
     uint64_t dense, experts;
     layer_bytes(m, il, &dense, &experts);
     const seam_config *c = &m->cfg;
-    return dense + (c->n_expert ? experts / (uint64_t)c->n_expert * (uint64_t)c->n_expert_used : 0);
+    return c->n_expert ? experts / (uint64_t)c->n_expert * (uint64_t)c->n_expert_used : 0;
+}
+
+uint64_t model_layer_active_bytes(const seam_model *m, int il) {
+    uint64_t dense, experts;
+    layer_bytes(m, il, &dense, &experts);
+    return dense + model_layer_active_expert_bytes(m, il);
 }
 
 uint64_t model_bytes_per_token(const seam_model *m) {

@@ -131,5 +131,7 @@ void model_layer_tensors(const seam_model *m, int il, const seam_tensor *shared[
 // attention, the router and n_expert_used of the n_expert experts).
 uint64_t model_layer_bytes(const seam_model *m, int il);
 uint64_t model_layer_active_bytes(const seam_model *m, int il);
+// Of those, the chosen experts' share (n_expert_used of the n_expert); 0 for a dense layer.
+uint64_t model_layer_active_expert_bytes(const seam_model *m, int il);
 
 #endif

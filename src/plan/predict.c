@@ -303,14 +303,18 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
         }
     }
     flush(pr, &res, LANE_GPU, PART_GPU_LAYERS, p->overflow == OVERFLOW_MAPPED ? "layers (mapped past -ngl)" : "layers");
+    pr->n_cpu_experts = n_cpu_experts;
     if (stream_bytes) {
         const double us = stream_copy > stream_compute ? stream_copy : stream_compute;
         step(pr, LANE_GPU, PART_GPU_LAYERS, stream_bytes, us, "layers %d..%d streamed in (copy and compute overlap)",
              p->gpu_layers, L - 1);
     }
     if (n_cpu_experts) {
-        step(pr, LANE_BUS, PART_CROSSING, hidden * n_cpu_experts, n_cpu_experts * crossing_us(&x, hidden),
-             "D2H hidden state to the CPU's experts (x%d)", n_cpu_experts, 0);
+        // the experts' input and the router's logits, two copies (gpu_segment.c's host_experts)
+        const uint64_t router = (uint64_t)c->n_expert * sizeof(float);
+        step(pr, LANE_BUS, PART_CROSSING, (hidden + router) * n_cpu_experts,
+             n_cpu_experts * (crossing_us(&x, hidden) + crossing_us(&x, router)),
+             "D2H experts' input and router logits (x%d)", n_cpu_experts, 0);
         flush(pr, &cpu_exp, LANE_CPU, PART_CPU_LAYERS, "experts of layers");
         step(pr, LANE_BUS, PART_CROSSING, hidden * n_cpu_experts, n_cpu_experts * crossing_us(&x, hidden),
              "H2D experts' output back (x%d)", n_cpu_experts, 0);
@@ -359,14 +363,14 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
 }
 
 void predict_print_header(FILE *out) {
-    fprintf(out, "%5s %-7s %-4s %8s %9s | %9s %9s %9s %9s %9s %9s | %9s\n", "ngl", "place", "head", "tok/s", "ms/token",
-            "GPU lay", "CPU lay", "head", "crossing", "launch", "embed", "GPU idle");
+    fprintf(out, "%5s %7s %-7s %-4s %8s %9s | %9s %9s %9s %9s %9s %9s | %9s\n", "ngl", "cpu-moe", "place", "head",
+            "tok/s", "ms/token", "GPU lay", "CPU lay", "head", "crossing", "launch", "embed", "GPU idle");
 }
 
 void predict_print(const seam_prediction *pr, FILE *out) {
     static const char *DEV[DEV_COUNT] = {"CPU", "GPU"};
-    fprintf(out, "%5d %-7s %-4s %8.2f %9.3f | %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f | %9.3f\n", pr->gpu_layers,
-            plan_overflow_name[pr->overflow], DEV[pr->head], pr->tok_s, pr->token_us / 1e3,
+    fprintf(out, "%5d %7d %-7s %-4s %8.2f %9.3f | %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f | %9.3f\n", pr->gpu_layers,
+            pr->n_cpu_experts, plan_overflow_name[pr->overflow], DEV[pr->head], pr->tok_s, pr->token_us / 1e3,
             pr->part_us[PART_GPU_LAYERS] / 1e3, pr->part_us[PART_CPU_LAYERS] / 1e3, pr->part_us[PART_HEAD] / 1e3,
             pr->part_us[PART_CROSSING] / 1e3, pr->part_us[PART_LAUNCH] / 1e3, pr->part_us[PART_EMBED] / 1e3,
             pr->gpu_idle_us / 1e3);
@@ -375,10 +379,11 @@ void predict_print(const seam_prediction *pr, FILE *out) {
 void predict_write_json(const seam_prediction *pr, FILE *out) {
     static const char *DEV[DEV_COUNT] = {"cpu", "gpu"};
     fprintf(out,
-            "{\"n_gpu_layers\": %d, \"n_layers\": %d, \"overflow\": \"%s\", \"head\": \"%s\", \"n_threads\": %d, "
-            "\"fill\": %d, \"tok_s\": %.4f, \"token_us\": %.3f, \"gpu_busy_us\": %.3f, \"gpu_idle_us\": %.3f, "
-            "\"cpu_attention_us\": %.3f, \"parts_us\": {",
-            pr->gpu_layers, pr->n_layers, plan_overflow_name[pr->overflow], DEV[pr->head], pr->n_threads, pr->fill,
+            "{\"n_gpu_layers\": %d, \"n_cpu_experts\": %d, \"n_layers\": %d, \"overflow\": \"%s\", \"head\": \"%s\", "
+            "\"n_threads\": %d, \"fill\": %d, \"tok_s\": %.4f, \"token_us\": %.3f, \"gpu_busy_us\": %.3f, "
+            "\"gpu_idle_us\": %.3f, \"cpu_attention_us\": %.3f, \"parts_us\": {",
+            pr->gpu_layers, pr->n_cpu_experts, pr->n_layers, plan_overflow_name[pr->overflow], DEV[pr->head],
+            pr->n_threads, pr->fill,
             pr->tok_s, pr->token_us, pr->gpu_busy_us, pr->gpu_idle_us, pr->cpu_attention_us);
     for (int k = 0; k < PART_COUNT; k++) fprintf(out, "%s\"%s\": %.3f", k ? ", " : "", predict_part_name[k], pr->part_us[k]);
     fprintf(out, "}, \"steps\": [");

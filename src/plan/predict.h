@@ -66,6 +66,7 @@ typedef struct {
 
 typedef struct {
     int gpu_layers, n_layers, n_threads, fill;
+    int n_cpu_experts;  // GPU layers whose experts the CPU runs (--n-cpu-moe)
     seam_overflow overflow;
     seam_device head;
     predict_step step[PREDICT_MAX_STEPS];  // in the order the token runs them
