@@ -1,12 +1,24 @@
 #!/usr/bin/env python3
 """test_plot.py -- tools/plot.py on recorded seam output (tests/data/plot/)
-and on a timeline seam writes now (seam run --timeline on the synthetic tiny
-model, which the build's seam-synth makes): each figure is written, its SVG
-parses as XML with an <svg> root holding drawn paths and text, and its PNG
-has the PNG signature; the fresh timeline holds a record per token fed.
+and on a timeline seam writes now (seam run --layers --timeline on the
+synthetic tiny model, which the build's seam-synth makes): each figure is
+written, its SVG parses as XML with an <svg> root holding drawn paths and
+text, and its PNG has the PNG signature; where a case names them, the SVG
+holds exactly the bars it names (plot.py gives each bar an id, lane or
+series / what) and the labels it names inside them; the fresh timeline holds
+a record per token fed.
+
+The recorded timelines: timeline-tiny.json (segments only, no layer
+records); timeline-gemma-layers.json (Gemma 3 270M on this machine's CPU,
+seam run --layers --hw this, cut to the prompt and its first 6 decoded
+tokens); timeline-emu-split.json (the MoE of models/moe-small.shape, layers
+0-1 on an emulated GPU, 2-3 and the head on the CPU) and
+timeline-emu-stream.json (models/tiny.shape, layer 0 resident on an emulated
+GPU, layers 1-3 streamed in, the head on the GPU).
 
   python3 tests/test_plot.py OUT_DIR BUILD_DIR
 """
+import collections
 import json
 import os
 import subprocess
@@ -18,20 +30,63 @@ PLOT = os.path.join(HERE, "..", "tools", "plot.py")
 DATA = os.path.join(HERE, "data", "plot")
 SVG = "{http://www.w3.org/2000/svg}"
 
+# bars: the ids of every bar drawn (None: not checked); labels: ids of names
+# or values that must be written, no_labels: ones that must not (no room).
+Case = collections.namedtuple("Case", "args bars labels no_labels", defaults=(None, (), ()))
+
+
+def ids(panel, lane, names):
+    return {f"{panel}/{lane}/{n}" for n in names}
+
+
+GEMMA_LAYERS = [str(i) for i in range(18)] + ["head"]
+OTHER = "embedding,_launch,_other"  # the token's time outside its segments, first on the CPU lane
+SPLIT_BARS = ids("token", "GPU", ["0", "1"]) | ids("token", "bus", ["H2D_1024_B", "D2H_1024_B"]) \
+    | ids("token", "CPU", [OTHER, "2", "3", "head"])
+
 CASES = {
-    "curve": ["--pred", "pred-seed-auto.json", "--pred", "pred-seed-gpu-head.json", "--bench", "bench-tiny.json",
-              "--points", "seed article:48=93.9,44=46.3,20=24.2"],
-    "parts": ["--pred", "pred-seed-auto.json"],
-    "waterfall-pred": ["--pred", "pred-seed-auto.json", "--ngl", "44"],
-    "waterfall-timeline": ["--timeline", "timeline-tiny.json"],
+    "curve": Case(["--pred", "pred-seed-auto.json", "--pred", "pred-seed-gpu-head.json", "--bench", "bench-tiny.json",
+                   "--points", "seed article:48=93.9,44=46.3,20=24.2"]),
+    "parts": Case(["--pred", "pred-seed-auto.json"]),
+    "waterfall-pred": Case(["--pred", "pred-seed-auto.json", "--ngl", "44"]),
+    # no layer records: a bar per segment
+    "waterfall-timeline": Case(["--timeline", "timeline-tiny.json"], ids("token", "CPU", [OTHER, "CPU_layers", "head"]),
+                               ids("token", "CPU", ["CPU_layers/label", "head/label"])),
+    # a bar per layer, each numbered: 18 layers of 0.25 ms beside a 6 ms head
+    "waterfall-gemma-layers": Case(["--timeline", "timeline-gemma-layers.json", "--token", "2"],
+                                   ids("token", "CPU", GEMMA_LAYERS + [OTHER]),
+                                   ids("token", "CPU", [f"{n}/label" for n in GEMMA_LAYERS])),
+    # GPU, bus and CPU lanes; the CPU's 0.3 ms named only in the enlarged panel
+    "waterfall-emu-split": Case(["--timeline", "timeline-emu-split.json", "--token", "1", "--zoom", "137.4:139.4"],
+                                SPLIT_BARS | {b.replace("token/", "zoom/", 1) for b in SPLIT_BARS},
+                                ids("token", "GPU", ["0/label", "1/label"])
+                                | ids("zoom", "CPU", ["2/label", "3/label"]) | ids("zoom", "bus", ["D2H_1024_B/label"]),
+                                ids("token", "CPU", ["2/label", "3/label"])),
+    # the streamed layers' weights on the bus under the GPU's compute; the head on the GPU
+    "waterfall-emu-stream": Case(["--timeline", "timeline-emu-stream.json", "--token", "1"],
+                                 ids("token", "GPU", ["0", "1", "2", "3", "head"]) | ids("token", "CPU", [OTHER])
+                                 | ids("token", "bus", ["H2D_512_B", "D2H_2048_B", "layer_1_weights",
+                                                        "layer_2_weights", "layer_3_weights"]),
+                                 ids("token", "GPU", ["0/label", "head/label"])),
+    # measured and predicted per layer; the head's 6 ms cut by the scale, its value written
+    "layers-gemma": Case(["--timeline", "timeline-gemma-layers.json"],
+                         ids("measured", "CPU", GEMMA_LAYERS) | ids("predicted", "CPU", GEMMA_LAYERS)
+                         | ids("bytes", "weights", GEMMA_LAYERS) | ids("bytes", "KV", GEMMA_LAYERS),
+                         {"measured/CPU/head/value", "predicted/CPU/head/value", "bytes/head/value"},
+                         {"measured/CPU/0/value"}),
+    # no predictions: measured bars alone, coloured by their device
+    "layers-emu-split": Case(["--timeline", "timeline-emu-split.json", "--title", "emulated"],
+                             ids("measured", "GPU", ["0", "1"]) | ids("measured", "CPU", ["2", "3", "head"])
+                             | ids("bytes", "weights", ["0", "1", "2", "3", "head"])
+                             | ids("bytes", "KV", ["0", "1", "2", "3", "head"])),
 }
 
 
-def check(name, args, out_dir):
+def check(name, case, out_dir):
     kind = name.split("-")[0]
     out = os.path.join(out_dir, name)
     argv = [sys.executable, PLOT, kind, "-o", out] + [os.path.join(DATA, a) if a.endswith(".json") else a
-                                                       for a in args]
+                                                       for a in case.args]
     r = subprocess.run(argv, capture_output=True, text=True)
     if r.returncode != 0:
         return f"plot.py {kind} failed: {r.stderr.strip()}"
@@ -44,27 +99,52 @@ def check(name, args, out_dir):
     with open(out + ".png", "rb") as f:
         if f.read(8) != b"\x89PNG\r\n\x1a\n":
             return f"{out}.png is not a PNG"
+    named = {e.get("id") for e in root.iter() if "/" in e.get("id", "")}  # matplotlib's own ids have no '/'
+    bars = {i for i in named if not i.endswith(("/label", "/value"))}
+    if case.bars is not None and bars != case.bars:
+        return f"{out}.svg: bars {sorted(bars - case.bars)} not wanted, {sorted(case.bars - bars)} missing"
+    if set(case.labels) - named:
+        return f"{out}.svg: no {sorted(set(case.labels) - named)}"
+    if set(case.no_labels) & named:
+        return f"{out}.svg: {sorted(set(case.no_labels) & named)}, where there is no room"
     return None
 
 
 def fresh_timeline(build_dir, out_dir):
-    """seam run --timeline of 4 prompt tokens and 6 generated: the JSON's path,
-    or a message saying what is wrong with the run or its records."""
+    """seam run --layers --timeline of 4 prompt tokens and 6 generated: the
+    JSON's path, or a message saying what is wrong with the run or its
+    records."""
     gguf, path = os.path.join(out_dir, "tiny.gguf"), os.path.join(out_dir, "timeline-fresh.json")
     for argv in ([os.path.join(build_dir, "seam-synth"), os.path.join(HERE, "..", "models", "tiny.shape"), "-o", gguf],
                  [os.path.join(build_dir, "seam"), "run", "-m", gguf, "--tokens", "1,2,3,4", "-n", "6", "-t", "1",
-                  "--timeline", path]):
+                  "--layers", "--timeline", path]):
         r = subprocess.run(argv, capture_output=True, text=True)
         if r.returncode != 0:
             return None, f"{' '.join(argv)} failed: {r.stderr.strip()}"
     with open(path) as f:
-        tokens = json.load(f)["tokens"]
+        t = json.load(f)
+    tokens = t["tokens"]
     # the prompt's 4 tokens and the 5 generated ones fed back (the 6th is not)
-    if [t["pos"] for t in tokens] != list(range(9)) or [t["prefill"] for t in tokens] != [True] * 4 + [False] * 5:
-        return None, f"{path}: records of positions {[t['pos'] for t in tokens]}, want the prompt's 0-3 and 4-8"
-    if any(t["token_us"] <= 0 or t["cpu_us"] + t["head_us"] > t["token_us"] * 1.01 for t in tokens):
+    if [x["pos"] for x in tokens] != list(range(9)) or [x["prefill"] for x in tokens] != [True] * 4 + [False] * 5:
+        return None, f"{path}: records of positions {[x['pos'] for x in tokens]}, want the prompt's 0-3 and 4-8"
+    if any(x["token_us"] <= 0 or x["cpu_us"] + x["head_us"] > x["token_us"] * 1.01 for x in tokens):
         return None, f"{path}: a token's parts exceed its time"
+    # each decoded token: its 4 layers and the head (layer 4), in order
+    for x in tokens[4:]:
+        layers = [r["layer"] for r in t["layers"] if r["token"] == x["token"]]
+        if layers != list(range(5)):
+            return None, f"{path}: token {x['token']} has records of layers {layers}, want 0-3 and the head (4)"
     return path, None
+
+
+REFUSED = {  # bad input is refused with a message, not a traceback
+    "waterfall of a missing -ngl": (["waterfall", "--pred", "pred-seed-auto.json", "--ngl", "7"],
+                                    "no prediction for -ngl 7"),
+    "layers of a timeline without layer records": (["layers", "--timeline", "timeline-tiny.json"],
+                                                   "no layer records of a decoded token"),
+    "a zoom that ends before it starts": (["waterfall", "--timeline", "timeline-tiny.json", "--zoom", "5:1"],
+                                          "FROM must be below TO"),
+}
 
 
 def main():
@@ -74,21 +154,25 @@ def main():
     failed = 0
     fresh, err = fresh_timeline(build_dir, out_dir)
     if fresh:
-        CASES["waterfall-fresh"] = ["--timeline", fresh, "--token", "2"]
+        CASES["waterfall-fresh"] = Case(["--timeline", fresh, "--token", "2"], labels={"token/CPU/0/label"})
+        CASES["layers-fresh"] = Case(["--timeline", fresh], ids("measured", "CPU", ["0", "1", "2", "3", "head"])
+                                     | ids("bytes", "weights", ["0", "1", "2", "3", "head"])
+                                     | ids("bytes", "KV", ["0", "1", "2", "3", "head"]))
     else:
         print(f"FAIL seam run --timeline: {err}")
         failed += 1
-    for name, args in CASES.items():
-        err = check(name, args, out_dir)
+    for name, case in CASES.items():
+        err = check(name, case, out_dir)
         print(f"{'FAIL' if err else 'ok  '} {name}{': ' + err if err else ''}")
         failed += err is not None
-    # bad input is refused with a message, not a traceback
-    r = subprocess.run([sys.executable, PLOT, "waterfall", "-o", os.path.join(out_dir, "x"), "--pred",
-                        os.path.join(DATA, "pred-seed-auto.json"), "--ngl", "7"], capture_output=True, text=True)
-    bad_ok = r.returncode != 0 and "no prediction for -ngl 7" in r.stderr and "Traceback" not in r.stderr
-    print(f"{'ok  ' if bad_ok else 'FAIL'} waterfall of a missing -ngl is refused")
-    failed += not bad_ok
-    total = len(CASES) + 1 + (fresh is None)
+    for name, (args, message) in REFUSED.items():
+        argv = [sys.executable, PLOT, args[0], "-o", os.path.join(out_dir, "refused")] + \
+            [os.path.join(DATA, a) if a.endswith(".json") else a for a in args[1:]]
+        r = subprocess.run(argv, capture_output=True, text=True)
+        ok = r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr
+        print(f"{'ok  ' if ok else 'FAIL'} {name} is refused{'' if ok else ': ' + r.stderr.strip()}")
+        failed += not ok
+    total = len(CASES) + len(REFUSED) + (fresh is None)
     print(f"{total - failed} passed, {failed} failed")
     return 1 if failed else 0
 

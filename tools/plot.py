@@ -5,20 +5,28 @@ The data is what seam writes:
   seam plan ... --hw PROFILE --json P.json       predicted tok/s and the parts of a token, per -ngl
   seam bench ... -o json > B.json                measured tok/s, per -ngl, placement, threads
   seam run ... --timeline T.json                 every token's segments and crossings, measured
+  seam run ... --layers [--hw PROFILE] --timeline T.json
+                                                 and every layer's time and bytes (and its predicted time)
 
   tools/plot.py curve -o OUT --pred P.json [--pred ...] [--bench B.json ...] [--points 'label:48=93.9,44=46.3']
       the offload curve: tok/s against GPU layers, one line per placement,
       predicted dashed beside measured (solid), published points as markers
   tools/plot.py parts -o OUT --pred P.json
       where a token's time goes at each -ngl: stacked bars of the predicted parts
-  tools/plot.py waterfall -o OUT (--pred P.json --ngl N | --timeline T.json [--token K])
-      one token on three lanes (GPU, bus, CPU) against time: the GPU idle while the CPU works
+  tools/plot.py waterfall -o OUT (--pred P.json --ngl N | --timeline T.json [--token K]) [--zoom FROM:TO]
+      one token on its lanes (GPU, bus, CPU) against time: the GPU idle while the CPU works;
+      from a timeline with layer records, a bar per layer (and per streamed layer's weights);
+      --zoom adds a panel enlarging FROM..TO ms, for the bars too thin to see in the whole token
+  tools/plot.py layers -o OUT --timeline T.json
+      each layer (and the head) of a decoded token, the mean over the decoded tokens: its time,
+      coloured by device, beside the speed model's where the run had --hw; below, the bytes it read
 
 OUT is a path without extension: OUT.svg and OUT.png are written. It runs
 under Debian's python3 (/usr/bin/python3), whose python3-matplotlib
 scripts/deps.sh installs.
 """
 import argparse
+import collections
 import json
 import statistics
 import sys
@@ -27,6 +35,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 PART_COLOURS = {
     "GPU layers": "#4c78a8",
@@ -37,6 +46,8 @@ PART_COLOURS = {
     "embedding": "#9d755d",
 }
 LANES = ["GPU", "bus", "CPU"]
+LANE_COLOURS = {"GPU": PART_COLOURS["GPU layers"], "bus": PART_COLOURS["crossings"], "CPU": PART_COLOURS["CPU layers"]}
+BYTES_COLOURS = {"weights": "#9d755d", "KV cache": "#b279a2"}
 
 
 def load(path):
@@ -117,78 +128,236 @@ def parts(args):
     save(fig, args.out)
 
 
-def steps_of_timeline(t, k):
-    """One decoded token of a timeline as steps in the data flow's order."""
+Bar = collections.namedtuple("Bar", "lane what start us")  # us from the token's start
+
+
+def one_after_another(steps):
+    """Steps (lane, what, us) as bars, each starting where the one before ends."""
+    bars, t = [], 0.0
+    for lane, what, us in steps:
+        bars.append(Bar(lane, what, t, us))
+        t += us
+    return bars
+
+
+def decoded_tokens(t):
     tokens = [x for x in t["tokens"] if not x["prefill"]]
     if not tokens:
         sys.exit("plot.py: the timeline has no decoded token")
+    return tokens
+
+
+def layer_name(layer, head):
+    return "head" if layer == head else str(layer)
+
+
+def bars_of_timeline(t, k):
+    """One decoded token of a timeline as bars in the data flow's order: the
+    hidden state crossing in, the GPU's work, crossing back, the CPU's work.
+    The work is a bar per layer where the run timed its layers (--layers),
+    else a bar per segment."""
+    tokens = decoded_tokens(t)
     tok = tokens[min(k, len(tokens) - 1)]
-    cross = [c for c in t["crossings"] if c["token"] == tok["token"] and c["dir"] != "WTS"]
-    steps = []
-    h2d = [c for c in cross if c["dir"] == "H2D"]
-    d2h = [c for c in cross if c["dir"] == "D2H"]
-    for c in h2d:
-        steps.append(("bus", f"H2D {c['bytes']} B", c["total_us"]))
-    if tok["gpu_us"]:
-        steps.append(("GPU", "GPU layers", tok["gpu_us"]))
-    for c in d2h:
-        steps.append(("bus", f"D2H {c['bytes']} B", c["total_us"]))
-    if tok["cpu_us"]:
-        steps.append(("CPU", "CPU layers", tok["cpu_us"]))
-    if tok["head_us"]:
-        steps.append(("CPU", "head", tok["head_us"]))
-    rest = tok["token_us"] - sum(s[2] for s in steps)
+    cross = [c for c in t["crossings"] if c["token"] == tok["token"]]
+    layers = [r for r in t.get("layers", []) if r["token"] == tok["token"]]
+    head = max((r["layer"] for r in layers), default=None)  # a decoded token's last record is its head
+
+    def work(lane, segments):
+        if layers:
+            return [(lane, layer_name(r["layer"], head), r["us"]) for r in layers if r["device"] == lane]
+        return [s for s in segments if s[2]]
+
+    steps = [("bus", f"H2D {c['bytes']} B", c["total_us"]) for c in cross if c["dir"] == "H2D"]
+    steps += work("GPU", [("GPU", "GPU layers", tok["gpu_us"])])
+    steps += [("bus", f"D2H {c['bytes']} B", c["total_us"]) for c in cross if c["dir"] == "D2H"]
+    steps += work("CPU", [("CPU", "CPU layers", tok["cpu_us"]), ("CPU", "head", tok["head_us"])])
+    rest = tok["token_us"] - sum(s[2] for s in steps)  # with layers, it holds the segments' launches too
     if rest > 0:
         steps.insert(0, ("CPU", "embedding, launch, other", rest))
-    return steps, f"token {tok['token']} (measured, seam run --timeline)"
+    bars = one_after_another(steps)
+    # Streamed layers' weights cross one after another while the GPU
+    # computes: gpu_segment.c copies into two buffers in turn, so the first
+    # two copies start with the segment, and each later one when the layer
+    # two before it is done with its buffer. (Without layer records those
+    # ends are unknown, and the copies are left out; a stall is inside the
+    # waiting layer's time either way.)
+    gpu = {b.what: b for b in bars if b.lane == "GPU"}
+    copies = sorted((c for c in cross if c["dir"] == "WTS" and str(c["layer"]) in gpu), key=lambda c: c["layer"])
+    bus_free = min((b.start for b in gpu.values()), default=0)
+    for i, c in enumerate(copies):
+        done = gpu[str(c["layer"] - 2)] if i >= 2 else None
+        start = max(bus_free, done.start + done.us if done else 0)
+        bars.append(Bar("bus", f"layer {c['layer']} weights", start, c["copy_us"]))
+        bus_free = start + c["copy_us"]
+    return bars, f"token {tok['token']} (measured, seam run --timeline)"
+
+
+def svg_id(*parts):
+    """An id for a drawn element in the SVG: what tests/test_plot.py finds bars and labels by."""
+    return "/".join(parts).replace(" ", "_")
+
+
+def draw_lanes(ax, bars, lanes, window, panel):
+    """The bars on their lanes over window (ms, ms), each with its name
+    inside; the (text, x0, x1) of the names, for drop_crowded_labels."""
+    labels = []
+    for b in bars:
+        y = lanes.index(b.lane)
+        left, right = b.start / 1e3, (b.start + b.us) / 1e3
+        ax.barh(y, right - left, left=left, color=LANE_COLOURS[b.lane], edgecolor="white", height=0.6,
+                gid=svg_id(panel, b.lane, b.what))
+        x0, x1 = max(left, window[0]), min(right, window[1])  # the part in view
+        if x1 > x0:
+            labels.append((ax.text((x0 + x1) / 2, y, b.what, ha="center", va="center", fontsize=7, color="white",
+                                   gid=svg_id(panel, b.lane, b.what, "label"), clip_on=True), x0, x1))
+    ax.set_xlim(*window)
+    ax.set_ylim(-0.5, len(lanes) - 0.3)
+    ax.set_yticks(range(len(lanes)), lanes)
+    ax.grid(axis="x", alpha=0.3)
+    return labels
+
+
+def drop_crowded_labels(fig, labels):
+    """Removes each name wider than its bar: a layer of a few percent of the
+    token has room for its number, and a crossing of microseconds for none."""
+    fig.tight_layout()
+    renderer = fig.canvas.get_renderer()
+    for text, x0, x1 in labels:
+        left, right = text.axes.transData.transform([(x0, 0), (x1, 0)])[:, 0]
+        if text.get_window_extent(renderer).width > 0.9 * (right - left):
+            text.remove()
 
 
 def waterfall(args):
     if args.timeline:
-        steps, title = steps_of_timeline(load(args.timeline), args.token)
+        bars, title = bars_of_timeline(load(args.timeline), args.token)
     else:
         p = load(args.pred[0])
         preds = {q["n_gpu_layers"]: q for q in p["predictions"]}
         if args.ngl not in preds:
             sys.exit(f"plot.py: no prediction for -ngl {args.ngl} in {args.pred[0]} (have {sorted(preds)})")
         q = preds[args.ngl]
-        steps = [(s["lane"], s["what"], s["us"]) for s in q["steps"]]
+        bars = one_after_another((s["lane"], s["what"], s["us"]) for s in q["steps"])
         title = f"one token, -ngl {args.ngl} of {q['n_layers']} (predicted, {p['hw']}): {q['tok_s']:.1f} tok/s"
-    fig, ax = plt.subplots(figsize=(8, 3.2))
-    t = 0.0
-    colours = {"GPU": PART_COLOURS["GPU layers"], "bus": PART_COLOURS["crossings"], "CPU": PART_COLOURS["CPU layers"]}
-    total = sum(s[2] for s in steps)
-    for lane, what, us in steps:
-        y = LANES.index(lane)
-        ax.barh(y, us / 1e3, left=t / 1e3, color=colours[lane], edgecolor="white", height=0.6)
-        if us > 0.06 * total:
-            ax.text((t + us / 2) / 1e3, y, what, ha="center", va="center", fontsize=7, color="white")
-        t += us
-    bus = [s[2] for s in steps if s[0] == "bus"]
-    if bus:  # crossings of a few KiB take microseconds: too thin to see at this scale, so say them
-        ax.text(0.01, LANES.index("bus") / (len(LANES) - 1) * 0.78 + 0.11, f"{len(bus)} crossings, {sum(bus):.0f} us in all",
-                transform=ax.transAxes, fontsize=8, color=PART_COLOURS["crossings"], va="center")
-    gpu_busy = sum(s[2] for s in steps if s[0] == "GPU")
+    lanes = [lane for lane in LANES if any(b.lane == lane for b in bars)]  # a CPU-only token has one
+    total = max(b.start + b.us for b in bars)
+    windows = [(0, total / 1e3)] + ([args.zoom] if args.zoom else [])
+    fig, axes = plt.subplots(len(windows), 1, figsize=(9, len(windows) * (1.3 + 0.6 * len(lanes))), squeeze=False)
+    labels = []
+    for ax, window, panel in zip(axes[:, 0], windows, ("token", "zoom")):
+        labels += draw_lanes(ax, bars, lanes, window, panel)
+    ax = axes[0, 0]
+    if args.zoom:
+        ax.axvspan(*args.zoom, color="grey", alpha=0.2, zorder=0)
+        axes[1, 0].set_title(f"{args.zoom[0]:g} to {args.zoom[1]:g} ms, enlarged", fontsize=8)
+    crossings = [b.us for b in bars if b.lane == "bus"]
+    if crossings:  # crossings of a few KiB take microseconds: often too thin to see, so say them
+        ax.text(0.01, lanes.index("bus") + 0.32, f"{len(crossings)} crossings, {sum(crossings):.0f} us in all",
+                transform=ax.get_yaxis_transform(), fontsize=8, color=LANE_COLOURS["bus"])
+    gpu_busy = sum(b.us for b in bars if b.lane == "GPU")
     if gpu_busy:
-        ax.text(1.0, 1.02, f"GPU idle {100 * (1 - gpu_busy / total):.0f}% of the token", transform=ax.transAxes,
-                ha="right", fontsize=8, color=PART_COLOURS["CPU layers"])
-    ax.set_yticks(range(len(LANES)), LANES)
-    ax.set_xlabel("ms since the token started")
-    ax.set_title(args.title or title, fontsize=9)
-    ax.grid(axis="x", alpha=0.3)
+        ax.text(0.99, lanes.index("GPU") + 0.32, f"GPU idle {100 * (1 - gpu_busy / total):.0f}% of the token",
+                transform=ax.get_yaxis_transform(), ha="right", fontsize=8, color=LANE_COLOURS["CPU"])
+    axes[-1, 0].set_xlabel("ms since the token started")
+    ax.set_title(args.title or title, fontsize=9, loc="left")
+    drop_crowded_labels(fig, labels)
     save(fig, args.out)
+
+
+def cut_tall_bars(ax, tops, unit):
+    """Scales ax to the bars of ordinary height, with room above them for a
+    legend, and writes its value across each bar the scale cuts: a head 25
+    times a layer's time would flatten the layers the chart is about. tops:
+    (x, height, svg id) of each bar."""
+    median = statistics.median(h for _, h, _ in tops)
+    ymax = 1.4 * max(h for _, h, _ in tops if h <= 4 * median)
+    ax.set_ylim(0, ymax)
+    for x, h, gid in tops:
+        if h > ymax:
+            ax.text(x, 0.4 * ymax, unit(h), rotation=90, ha="center", va="center", fontsize=7, gid=svg_id(gid, "value"),
+                    bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none"))
+
+
+def time_unit(us):
+    return f"{us / 1e3:.2f} ms" if us >= 1e3 else f"{us:.0f} us"
+
+
+def layers(args):
+    t = load(args.timeline)
+    decoded = {x["token"] for x in decoded_tokens(t)}
+    per_layer = {}
+    for r in t.get("layers", []):
+        if r["token"] in decoded:
+            per_layer.setdefault(r["layer"], []).append(r)
+    if not per_layer:
+        sys.exit(f"plot.py: {args.timeline} has no layer records of a decoded token (run seam run with --layers)")
+    xs = sorted(per_layer)
+    names = [layer_name(x, xs[-1]) for x in xs]
+    devices = [per_layer[x][0]["device"] for x in xs]
+    colours = [LANE_COLOURS[d] for d in devices]
+    measured = [statistics.mean(r["us"] for r in per_layer[x]) for x in xs]
+    predicted = {p["layer"]: p["us"] for p in t.get("layer_predictions", [])}
+    fig, (ax, ax_bytes) = plt.subplots(2, 1, sharex=True, figsize=(9, 5.8), gridspec_kw={"height_ratios": [3, 2]})
+    width = 0.4 if predicted else 0.8
+    shift = width / 2 if predicted else 0
+    tops = []
+    for x, name, device, colour, us in zip(xs, names, devices, colours, measured):
+        gid = svg_id("measured", device, name)
+        ax.bar(x - shift, us, width, color=colour, gid=gid)
+        tops.append((x - shift, us, gid))
+        if x in predicted:
+            gid = svg_id("predicted", device, name)
+            ax.bar(x + shift, predicted[x], width, facecolor="white", edgecolor=colour, hatch="////", gid=gid)
+            tops.append((x + shift, predicted[x], gid))
+    cut_tall_bars(ax, tops, time_unit)
+    handles = [Patch(color=LANE_COLOURS[d], label=f"measured on the {d}") for d in LANES if d in devices]
+    summary = f"layers and head: {sum(measured) / 1e3:.2f} ms measured"
+    if predicted:
+        handles.append(Patch(facecolor="white", edgecolor="grey", hatch="////", label="predicted (seam run --hw)"))
+        summary += f", {sum(predicted.get(x, 0) for x in xs) / 1e3:.2f} ms predicted"
+    ax.legend(handles=handles, fontsize=8, loc="best", ncol=len(handles), title=summary, title_fontsize=8)
+    ax.set_ylabel("us per token")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title(args.title or f"Each layer of a decoded token: the mean of {len(decoded)} tokens "
+                 "(measured, seam run --layers)", fontsize=9)
+    weights = [statistics.mean(r["weight_bytes"] for r in per_layer[x]) / 1e6 for x in xs]
+    kv = [statistics.mean(r["kv_bytes"] for r in per_layer[x]) / 1e6 for x in xs]
+    for x, name, w, k in zip(xs, names, weights, kv):
+        ax_bytes.bar(x, w, 0.8, color=BYTES_COLOURS["weights"], gid=svg_id("bytes", "weights", name))
+        ax_bytes.bar(x, k, 0.8, bottom=w, color=BYTES_COLOURS["KV cache"], gid=svg_id("bytes", "KV", name))
+    cut_tall_bars(ax_bytes, [(x, w + k, svg_id("bytes", name)) for x, name, w, k in zip(xs, names, weights, kv)],
+                  lambda mb: f"{mb:.1f} MB")
+    ax_bytes.legend(handles=[Patch(color=c, label=what) for what, c in BYTES_COLOURS.items()], fontsize=8,
+                    loc="best", ncol=len(BYTES_COLOURS))
+    ax_bytes.set_ylabel("MB read per token")
+    ax_bytes.grid(axis="y", alpha=0.3)
+    ax_bytes.set_xticks(xs, names)
+    ax_bytes.set_xlabel("layer")
+    save(fig, args.out)
+
+
+def window(spec):
+    """--zoom FROM:TO, in ms."""
+    try:
+        a, b = (float(v) for v in spec.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{spec}' is not FROM:TO in ms (e.g. 144:147)")
+    if not a < b:
+        raise argparse.ArgumentTypeError(f"'{spec}': FROM must be below TO")
+    return a, b
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["curve", "parts", "waterfall"])
+    ap.add_argument("kind", choices=["curve", "parts", "waterfall", "layers"])
     ap.add_argument("-o", "--out", required=True, help="output path without extension (.svg and .png are written)")
     ap.add_argument("--pred", action="append", help="seam plan --json output (repeatable)")
     ap.add_argument("--bench", action="append", help="seam bench -o json output (repeatable)")
     ap.add_argument("--points", action="append", help="'label:N=tok/s,N=tok/s' published measurements")
-    ap.add_argument("--timeline", help="seam run --timeline output (waterfall)")
+    ap.add_argument("--timeline", help="seam run --timeline output (waterfall, layers)")
     ap.add_argument("--token", type=int, default=0, help="which decoded token of the timeline [0]")
     ap.add_argument("--ngl", type=int, help="which prediction (waterfall)")
+    ap.add_argument("--zoom", type=window, help="FROM:TO ms of the token to draw again, enlarged (waterfall)")
     ap.add_argument("--title")
     args = ap.parse_args()
     if args.kind in ("parts",) and not args.pred:
@@ -197,7 +366,9 @@ def main():
         ap.error("waterfall needs --timeline, or --pred and --ngl")
     if args.kind == "curve" and not (args.pred or args.bench or args.points):
         ap.error("curve needs --pred, --bench or --points")
-    {"curve": curve, "parts": parts, "waterfall": waterfall}[args.kind](args)
+    if args.kind == "layers" and not args.timeline:
+        ap.error("layers needs --timeline")
+    {"curve": curve, "parts": parts, "waterfall": waterfall, "layers": layers}[args.kind](args)
 
 
 if __name__ == "__main__":
