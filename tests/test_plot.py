@@ -5,7 +5,9 @@ synthetic tiny model, which the build's seam-synth makes): each figure is
 written, its SVG parses as XML with an <svg> root holding drawn paths and
 text, and its PNG has the PNG signature; where a case names them, the SVG
 holds exactly the bars it names (plot.py gives each bar an id, lane or
-series / what) and the labels it names inside them; the fresh timeline holds
+series / what) and the labels it names inside them, and the texts it names
+(matplotlib writes each text into the SVG as a comment before its glyphs);
+the fresh timeline holds
 a record per token fed.
 
 The recorded timelines: timeline-tiny.json (segments only, no layer
@@ -14,7 +16,10 @@ seam run --layers --hw this, cut to the prompt and its first 6 decoded
 tokens); timeline-emu-split.json (the MoE of models/moe-small.shape, layers
 0-1 on an emulated GPU, 2-3 and the head on the CPU) and
 timeline-emu-stream.json (models/tiny.shape, layer 0 resident on an emulated
-GPU, layers 1-3 streamed in, the head on the GPU).
+GPU, layers 1-3 streamed in, the head on the GPU). splits-seed-layers.json and
+splits-seed-experts.json: seam plan --shape models/qwen3-30b-a3b.shape --hw
+rtx3060-seed --json, of -ngl 0-48+4 and of -ngl 48 --n-cpu-moe 0-48+8, cut to
+four predictions each.
 
   python3 tests/test_plot.py OUT_DIR BUILD_DIR
 """
@@ -31,8 +36,9 @@ DATA = os.path.join(HERE, "data", "plot")
 SVG = "{http://www.w3.org/2000/svg}"
 
 # bars: the ids of every bar drawn (None: not checked); labels: ids of names
-# or values that must be written, no_labels: ones that must not (no room).
-Case = collections.namedtuple("Case", "args bars labels no_labels", defaults=(None, (), ()))
+# or values that must be written, no_labels: ones that must not (no room);
+# texts: strings the SVG must hold.
+Case = collections.namedtuple("Case", "args bars labels no_labels texts", defaults=(None, (), (), ()))
 
 
 def ids(panel, lane, names):
@@ -47,6 +53,20 @@ SPLIT_BARS = ids("token", "GPU", ["0", "1"]) | ids("token", "bus", ["H2D_1024_B"
 CASES = {
     "curve": Case(["--pred", "pred-seed-auto.json", "--pred", "pred-seed-gpu-head.json", "--bench", "bench-tiny.json",
                    "--points", "seed article:48=93.9,44=46.3,20=24.2"]),
+    # a marker per prediction of each split on each panel, the measured points on both
+    # (placed by -ngl), the axes' labels and what the figure teaches
+    "splits": Case(["--layers", "splits-seed-layers.json", "--experts", "splits-seed-experts.json",
+                    "--points", "seed article:48=93.9,44=46.3,20=24.2"],
+                   {f"{panel}/{what}" for panel in ("moved", "read")
+                    for what in ["layer/0", "layer/20", "layer/44", "layer/48", "expert/0", "expert/8", "expert/24",
+                                 "expert/48", "measured/48", "measured/44", "measured/20"]},
+                   {"moved/xlabel/label", "moved/ylabel/label", "read/xlabel/label", "moved/note/label",
+                    "read/note/label"},
+                   texts=["<!-- layers' worth moved to the CPU: 48 - N whole layers, or K layers' experts -->",
+                          "<!-- GB the CPU reads per token (predicted) -->", "<!-- decode tok/s -->",
+                          "<!-- 48 layers' worth moved: layer split 17.5 tok/s, expert split 23.1 -->",
+                          "the layer split's first step takes the head to the CPU (7.4 ms a token there)",
+                          "<!-- at 0.41 GB (-ngl 44): layer split 41.5 tok/s, -->"]),
     "parts": Case(["--pred", "pred-seed-auto.json"]),
     "waterfall-pred": Case(["--pred", "pred-seed-auto.json", "--ngl", "44"]),
     # no layer records: a bar per segment
@@ -107,6 +127,11 @@ def check(name, case, out_dir):
         return f"{out}.svg: no {sorted(set(case.labels) - named)}"
     if set(case.no_labels) & named:
         return f"{out}.svg: {sorted(set(case.no_labels) & named)}, where there is no room"
+    with open(out + ".svg") as f:
+        svg = f.read()
+    missing = [t for t in case.texts if t not in svg]
+    if missing:
+        return f"{out}.svg: no text {missing}"
     return None
 
 
@@ -142,6 +167,10 @@ REFUSED = {  # bad input is refused with a message, not a traceback
                                     "no prediction for -ngl 7"),
     "layers of a timeline without layer records": (["layers", "--timeline", "timeline-tiny.json"],
                                                    "no layer records of a decoded token"),
+    "splits without the expert split": (["splits", "--layers", "splits-seed-layers.json"],
+                                        "splits needs --layers and --experts"),
+    "splits of a plan without --n-cpu-moe": (["splits", "--layers", "splits-seed-layers.json", "--experts",
+                                              "pred-seed-auto.json"], "no prediction of the expert split"),
     "a zoom that ends before it starts": (["waterfall", "--timeline", "timeline-tiny.json", "--zoom", "5:1"],
                                           "FROM must be below TO"),
 }

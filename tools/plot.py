@@ -11,6 +11,11 @@ The data is what seam writes:
   tools/plot.py curve -o OUT --pred P.json [--pred ...] [--bench B.json ...] [--points 'label:48=93.9,44=46.3']
       the offload curve: tok/s against GPU layers, one line per placement,
       predicted dashed beside measured (solid), published points as markers
+  tools/plot.py splits -o OUT --layers L.json --experts E.json [--points 'label:48=93.9,44=46.3']
+      a MoE's two splits side by side, sharing the tok/s axis: L from seam plan -ngl LIST (the
+      layer split), E from seam plan -ngl ALL --n-cpu-moe LIST (the expert split); left against
+      the layers' worth of weights moved to the CPU, right against the bytes the CPU reads per
+      token; --points are measured on the layer split, by -ngl
   tools/plot.py parts -o OUT --pred P.json
       where a token's time goes at each -ngl: stacked bars of the predicted parts
   tools/plot.py waterfall -o OUT (--pred P.json --ngl N | --timeline T.json [--token K]) [--zoom FROM:TO]
@@ -32,6 +37,7 @@ import statistics
 import sys
 
 import matplotlib
+import numpy
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
@@ -68,6 +74,20 @@ def placement(overflow, head):
     return f"overflow {overflow}, head {where}"
 
 
+def parse_points(spec):
+    """--points 'label:N=tok/s,N=tok/s': the label and the (N, tok/s) pairs, by N."""
+    label, _, pairs = spec.partition(":")
+    return label, sorted((int(a), float(b)) for a, b in (kv.split("=") for kv in pairs.split(",")))
+
+
+def draw_points(ax, label, pts, gids=()):
+    """Measured points as black squares, each with its value; gids: an id
+    for each square, for tests/test_plot.py."""
+    for i, ((x, y), gid) in enumerate(zip(pts, gids or [None] * len(pts))):
+        ax.plot(x, y, "s", markersize=8, color="black", label=None if i else f"{label}: measured", gid=gid)
+        ax.annotate(f"{y:g}", (x, y), textcoords="offset points", xytext=(6, -12), fontsize=8)
+
+
 def curve(args):
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     colours = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"])
@@ -90,17 +110,108 @@ def curve(args):
             ax.plot(*zip(*pts), "-", marker="o", color=next(colours),
                     label=f"{overflow}, {threads} threads: measured (seam bench)")
     for spec in args.points or []:
-        label, _, pairs = spec.partition(":")
-        pts = sorted((int(a), float(b)) for a, b in (kv.split("=") for kv in pairs.split(",")))
-        ax.plot(*zip(*pts), "s", markersize=8, color="black", label=f"{label}: measured")
-        for x, y in pts:
-            ax.annotate(f"{y:g}", (x, y), textcoords="offset points", xytext=(6, -12), fontsize=8)
+        draw_points(ax, *parse_points(spec))
     ax.set_xlabel("layers on the GPU (-ngl)")
     ax.set_ylabel("decode tok/s")
     ax.set_title(args.title or "Decode speed against the split")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    save(fig, args.out)
+
+
+def cpu_gb(q):
+    """GB the CPU reads for one token of a prediction: the bytes of its CPU steps."""
+    return sum(s["bytes"] for s in q["steps"] if s["lane"] == "CPU") / 1e9
+
+
+def note(ax, lines, panel):
+    """Lines of what a panel teaches, boxed in its upper right corner."""
+    ax.text(0.98, 0.97, "\n".join(lines), transform=ax.transAxes, ha="right", va="top", fontsize=8,
+            gid=svg_id(panel, "note", "label"),
+            bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor="grey", alpha=0.9))
+
+
+def splits(args):
+    """The two ways to split a MoE between a GPU and the CPU, predicted for one
+    machine. The layer split (-ngl N) moves whole layers past N to the CPU, and
+    the head with them unless every layer is on the GPU; the expert split
+    (-ngl all --n-cpu-moe K) moves only the experts of layers 0..K-1. Each
+    prediction's marker has the id panel/layer/N or panel/expert/K. A
+    layer's experts are nearly all of its weights, so 48-N and K are nearly
+    the same weights moved (the same GPU memory freed): the left panel's x.
+    But a token reads only the few experts it routes to, beside all of the
+    attention and KV cache, so the right panel's x, the bytes the CPU reads
+    per token, is what differs between them."""
+    lp, ep = load(args.layers), load(args.experts)
+    n = lp["predictions"][0]["n_layers"]
+    split = {  # name: [(layers' worth moved, prediction)]
+        "layer split (-ngl N)": sorted(((n - q["n_gpu_layers"], q) for q in lp["predictions"]
+                                        if not q.get("n_cpu_experts")), key=lambda p: p[0]),
+        "expert split (-ngl all --n-cpu-moe K)": sorted(((q.get("n_cpu_experts", 0), q) for q in ep["predictions"]
+                                                         if q["n_gpu_layers"] == n), key=lambda p: p[0]),
+    }
+    for (name, pts), path in zip(split.items(), (args.layers, args.experts)):
+        if not any(x > 0 for x, _ in pts):  # one with some weights on the CPU
+            sys.exit(f"plot.py: no prediction of the {name} in {path}")
+    fig, (ax_moved, ax_read) = plt.subplots(1, 2, sharey=True, figsize=(12, 5.2))
+    colours = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"])
+    for name, pts in split.items():
+        colour, key = next(colours), name.split()[0]
+        param = "n_gpu_layers" if key == "layer" else "n_cpu_experts"
+        for ax, panel, x_of in ((ax_moved, "moved", lambda x, q: x), (ax_read, "read", lambda x, q: cpu_gb(q))):
+            xs, ys = [x_of(x, q) for x, q in pts], [q["tok_s"] for _, q in pts]
+            ax.plot(xs, ys, "-", color=colour, label=f"{name}: predicted ({lp['hw']})")
+            for (x, q), px, y in zip(pts, xs, ys):
+                ax.plot(px, y, "o", markersize=4, color=colour, gid=svg_id(panel, key, str(q[param])))
+    by_ngl = {q["n_gpu_layers"]: q for _, q in split["layer split (-ngl N)"]}
+    for spec in args.points or []:
+        label, pts = parse_points(spec)
+        draw_points(ax_moved, label, [(n - ngl, y) for ngl, y in pts],
+                    [svg_id("moved", "measured", str(ngl)) for ngl, _ in pts])
+        pts = [(ngl, y) for ngl, y in pts if ngl in by_ngl]  # drawn at the prediction's bytes
+        if pts:
+            draw_points(ax_read, label, [(cpu_gb(by_ngl[ngl]), y) for ngl, y in pts],
+                        [svg_id("read", "measured", str(ngl)) for ngl, _ in pts])
+
+    def per_layer_mb(pts):  # the CPU's bytes per layer's worth moved, past the first (the head's) step
+        (x0, q0), (x1, q1) = pts[1 if len(pts) > 2 else 0], pts[-1]
+        return 1e3 * (cpu_gb(q1) - cpu_gb(q0)) / (x1 - x0) if x1 > x0 else float("nan")
+
+    layer_pts, expert_pts = split.values()
+    at = dict(expert_pts)
+    same = [(x, q["tok_s"], at[x]["tok_s"]) for x, q in layer_pts if x in at and x > 0]
+    lines = [f"{x} layers' worth moved: layer split {a:.1f} tok/s, expert split {b:.1f}"
+             for x, a, b in (same[:1] + same[-1:] if len(same) > 1 else same)]
+    head = [q for _, q in layer_pts if q["head"] == "cpu"]
+    if head and layer_pts[0][1]["head"] == "gpu":
+        lines.append(f"the layer split's first step takes the head to the CPU "
+                     f"({head[0]['parts_us']['head'] / 1e3:.1f} ms a token there);")
+    note(ax_moved, lines + [
+        "the expert split keeps attention, KV cache and head on the GPU:",
+        f"per layer moved, the CPU reads {per_layer_mb(layer_pts):.0f} MB (a whole layer) "
+        f"or {per_layer_mb(expert_pts):.0f} MB (its experts)"], "moved")
+    first = next(((x, q) for x, q in layer_pts if x > 0), None)  # the layer split's least bytes on the CPU
+    ex, ey = zip(*sorted((cpu_gb(q), q["tok_s"]) for _, q in expert_pts))
+    if first and ex[0] <= cpu_gb(first[1]) <= ex[-1]:
+        gb = cpu_gb(first[1])
+        note(ax_read, [f"at {gb:.2f} GB (-ngl {n - first[0]}): layer split {first[1]['tok_s']:.1f} tok/s,",
+                       f"expert split {numpy.interp(gb, ex, ey):.1f} (interpolated):",
+                       "the speed follows the bytes the CPU reads, and the",
+                       "expert split moves the weights a token reads least"], "read")
+    ax_moved.set_xlabel(f"layers' worth moved to the CPU: {n} - N whole layers, or K layers' experts",
+                        gid="moved/xlabel/label")
+    ax_moved.set_ylabel("decode tok/s", gid="moved/ylabel/label")
+    ax_moved.set_title("against the weights moved to the CPU (the GPU memory freed)", fontsize=9)
+    ax_read.set_title("against the bytes the CPU reads for a token", fontsize=9)
+    ax_moved.set_xlim(-1, n + 1)  # room for the squares at the edges
+    ax_read.set_xlabel("GB the CPU reads per token (predicted)", gid="read/xlabel/label")
+    ax_moved.set_ylim(0, 1.1 * ax_moved.get_ylim()[1])
+    for ax in (ax_moved, ax_read):
+        ax.grid(alpha=0.3)
+    ax_moved.legend(fontsize=8, loc="lower left")
+    fig.suptitle(args.title or f"{lp['model'].split('/')[-1]} on {lp['hw']}: the layer split against the "
+                 "expert split, predicted (seam plan --hw)", fontsize=10)
     save(fig, args.out)
 
 
@@ -349,11 +460,13 @@ def window(spec):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["curve", "parts", "waterfall", "layers"])
+    ap.add_argument("kind", choices=["curve", "splits", "parts", "waterfall", "layers"])
     ap.add_argument("-o", "--out", required=True, help="output path without extension (.svg and .png are written)")
     ap.add_argument("--pred", action="append", help="seam plan --json output (repeatable)")
     ap.add_argument("--bench", action="append", help="seam bench -o json output (repeatable)")
     ap.add_argument("--points", action="append", help="'label:N=tok/s,N=tok/s' published measurements")
+    ap.add_argument("--layers", help="seam plan -ngl LIST --json output: the layer split (splits)")
+    ap.add_argument("--experts", help="seam plan -ngl ALL --n-cpu-moe LIST --json output: the expert split (splits)")
     ap.add_argument("--timeline", help="seam run --timeline output (waterfall, layers)")
     ap.add_argument("--token", type=int, default=0, help="which decoded token of the timeline [0]")
     ap.add_argument("--ngl", type=int, help="which prediction (waterfall)")
@@ -366,9 +479,11 @@ def main():
         ap.error("waterfall needs --timeline, or --pred and --ngl")
     if args.kind == "curve" and not (args.pred or args.bench or args.points):
         ap.error("curve needs --pred, --bench or --points")
+    if args.kind == "splits" and not (args.layers and args.experts):
+        ap.error("splits needs --layers and --experts")
     if args.kind == "layers" and not args.timeline:
         ap.error("layers needs --timeline")
-    {"curve": curve, "parts": parts, "waterfall": waterfall, "layers": layers}[args.kind](args)
+    {"curve": curve, "splits": splits, "parts": parts, "waterfall": waterfall, "layers": layers}[args.kind](args)
 
 
 if __name__ == "__main__":
