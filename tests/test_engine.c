@@ -182,8 +182,6 @@ static float *run_timed(const seam_model *m, const seam_plan *plan, bool timed, 
     cr_assert_eq(engine_prefill(&eng, prompt, 5, 0, &logits, &e), 0, "%s", e.msg);
     for (int i = 0; i < decode; i++)
         cr_assert_eq(engine_forward(&eng, (7 * i + 1) % c->n_vocab, 5 + i, &logits, &e), 0, "%s", e.msg);
-    float *out = malloc(sizeof(float) * c->n_vocab);
-    memcpy(out, logits, sizeof(float) * c->n_vocab);
     const seam_timeline *t = &eng.timeline;
     if (!timed) cr_assert_eq(t->n_layers, 0, "layers timed without being asked");
     for (size_t k = 0; timed && k < t->n_tokens; k++) {
@@ -213,6 +211,8 @@ static float *run_timed(const seam_model *m, const seam_plan *plan, bool timed, 
     for (size_t i = 0; timed && !plan && i < (size_t)c->n_layers; i++)
         cr_assert(t->layers[i].n == 5 && t->layers[i].layer == (int)i && t->layers[i].token == 0,
                   "the prompt's batch: layer %zu's record", i);
+    float *out = malloc(sizeof(float) * c->n_vocab);
+    memcpy(out, logits, sizeof(float) * c->n_vocab);
     engine_free(&eng);
     return out;
 }

@@ -113,27 +113,27 @@ static int run_batch(seam_engine *eng, const int *tokens, int n, int pos0, bool 
     if (eng->gpu && gpu_segment_run(eng->gpu, x, n, pos0, last && eng->head_on_gpu, logits, &eng->timeline, &gpu, e))
         return -1;
 
-    // the rest on the CPU
+    // the rest on the CPU (each layer's end kept, when timed, and recorded
+    // after the token's clock stops, so that the records tile the segments)
     const double t_layers = seam_now();
-    double t_layer = t_layers;
+    double layer_end[SEAM_MAX_LAYERS];
     for (int il = eng->gpu_layers; il < c->n_layers; il++) {
         if (layer_forward(&eng->cpu.layer, c, il, &m->w.layers[il], n, e)) return -1;
-        if (eng->time_layers) {
-            const double now = seam_now();
-            if (record_layer(eng, il, eng->n_run, n, pos0 + n - 1, now - t_layer, e)) return -1;
-            t_layer = now;
-        }
+        if (eng->time_layers) layer_end[il] = seam_now();
     }
     const double t_head = seam_now();
 
     // the final norm and the output head, on the last token
-    if (last && !eng->head_on_gpu) {
-        head(eng, x + (size_t)(n - 1) * c->n_embd);
-        if (eng->time_layers &&
-            record_layer(eng, c->n_layers, eng->n_run + n - 1, 1, pos0 + n - 1, seam_now() - t_head, e))
-            return -1;
-    }
+    const bool cpu_head = last && !eng->head_on_gpu;
+    if (cpu_head) head(eng, x + (size_t)(n - 1) * c->n_embd);
     const double t_end = seam_now(), share = 1e6 / n;
+    for (int il = eng->gpu_layers; eng->time_layers && il < c->n_layers; il++) {
+        const double began = il > eng->gpu_layers ? layer_end[il - 1] : t_layers;
+        if (record_layer(eng, il, eng->n_run, n, pos0 + n - 1, layer_end[il] - began, e)) return -1;
+    }
+    if (eng->time_layers && cpu_head &&
+        record_layer(eng, c->n_layers, eng->n_run + n - 1, 1, pos0 + n - 1, t_end - t_head, e))
+        return -1;
     for (int t = 0; t < n; t++) {
         seam_token_time tt = {.token = eng->n_run++, .pos = pos0 + t, .prefill = prefill};
         tt.token_us = share * (t_end - t_start);
