@@ -1,7 +1,7 @@
 // gpu_segment.c — layers 0..N-1 on the CUDA device, each crossing timed.
 //
 // Each layer is model/layer.c's recipe over the CUDA backend's operations
-// (below, on kernels/seam_cuda.h): the same norms, projections, RoPE,
+// (gpu/layer_ops.c, on kernels/seam_cuda.h): the same norms, projections, RoPE,
 // attention over an f16 or q8_0 KV cache and gated FFN or experts as the
 // CPU's, on device buffers. Per-token values (the position) live in a
 // device step buffer, so a decoded token's segment is captured once as a
@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/layer.h"
 
 enum { PREFILL_BUFFERS = 11 };
 // cuBLAS's workspace, given to it (cublasSetWorkspace) so that the plan
@@ -97,7 +96,7 @@ const char *gpu_segment_graph_failure(const gpu_segment *g) { return NULL; }
 
 #else
 
-#include "seam_cuda.h"
+#include "gpu/segment_state.h"
 
 uint64_t gpu_free_bytes(void) {
     seam_cuda_info info;
@@ -115,87 +114,6 @@ const char *gpu_device_name(bool *emulated) {
     snprintf(name, sizeof name, "%s", info.name);
     return name;
 }
-
-// A layer's weights as the device reads them: the host layer's views with
-// data pointers into device memory -- its own copy (resident), the device's
-// alias of its pinned host copy (mapped), or the staging buffer it is copied
-// into before it runs (stream).
-typedef struct {
-    seam_layer_weights w;
-    seam_cuda_kv kv;              // its caches: plan_kv_rows(il) rows of n_kv_heads * head_dim values
-    void *host_block;             // mapped and stream: the layer's tensors, pinned, at 256-byte offsets
-    uint64_t block_bytes;
-} gpu_layer;
-
-// Per streamed layer: when its copy ran, and when the GPU waited for it.
-typedef struct {
-    seam_cuda_event *copy_begin, *copy_end;  // on the copy stream
-    seam_cuda_event *wait_begin, *wait_end;  // on the compute stream, around its wait for copy_end
-    seam_cuda_event *done;                   // on the compute stream: the layer ran, its buffer is free
-} stream_events;
-
-struct gpu_segment {
-    const seam_model *model;
-    int n_layers;             // layers 0..n_layers-1 run here
-    int resident;             // of which 0..resident-1 live in device memory; the rest run from host memory
-    seam_overflow overflow;   // how: OVERFLOW_MAPPED or OVERFLOW_STREAM (the rest run on the CPU otherwise)
-    bool head;                // the output norm and head run here too
-    int n_ctx;
-    seam_kv_config cache;     // the KV cache's types and rows, as the plan counts them
-    int rot_k, rot_v;         // the rotation of a quantised cache (plan_kv_rotation)
-    bool use_graph;           // capture the segment once and replay it (cleared when a capture fails)
-    int decoded;              // tokens through the decode path so far: the first runs op by op, so that
-                              // every kernel has run (its module loaded) before a capture records it
-    char graph_failure[sizeof ((seam_error *)0)->msg];  // why a capture failed: the segment then runs op by op
-    seam_gpu_prefill prefill;  // the plan's: how a prompt's batches cross (its GEMM buffers below exist only
-                               // when gpu_prefill_uses_gemm)
-    seam_cuda_stream *stream;
-    seam_cuda_event *ev_start, *ev_end;  // around the segment's compute
-    seam_cuda_event *ev_copy0, *ev_copy1;  // around a crossing's copy
-    bool time_layers;         // record layer_done, and each layer's time in the timeline
-    // layers whose experts stay in host memory (--n-cpu-moe): the router runs here, its logits and the
-    // experts' input cross to the host, the CPU runs the experts, their sum crosses back
-    bool *host_experts;       // [n_layers]
-    cpu_backend *cpu;         // runs them
-    float *experts_in;        // (n_embd + n_expert) pinned: the experts' input, then the router's logits
-    float *experts_out;       // (n_embd) pinned: their weighted sum
-    double *host_us;          // [n_layers] this run's host time inside a layer: its crossings and experts
-    double *experts_us;       // [n_layers] of which the CPU's time on its experts
-    seam_timeline *run_tl;    // the run in flight, whose crossings the experts' path records
-    int run_token;
-    seam_cuda_event **layer_done;  // [n_layers] recorded after each layer (time_layers)
-    seam_cuda_graph *graph;   // the captured segment; NULL until the first token (or without graphs)
-    gpu_layer *layers;        // [n_layers]
-    seam_tensor output_norm, output;  // on the device when head
-    seam_cuda_step *step;     // device (SEAM_UBATCH): this token's position in step[0], or a batch's, one a token
-    seam_cuda_step *step_host;  // pinned host copy, one H2D a token (or a batch)
-    float *x_pinned;          // (n_embd; SEAM_UBATCH rows with a batched path) pinned: hidden states crossing the bus
-    float *logits_dev;        // (n_vocab) when head
-    float *logits_pinned;     // (n_vocab) pinned, when head: the logits crossing the bus, handed to the engine
-    layer_backend layer;      // the recipe's view (model/layer.h): the CUDA ops, this segment, the cache's
-                              // rotation, and the activations of what runs: `token`'s or `batch`'s
-    layer_acts token;         // one decoded token's activations on the device (one row each)
-    float *scores;            // (n_heads, n_ctx) attention scores past the shared memory (gpu_activation_bytes)
-    float *router;            // (n_expert) router logits (MoE)
-    float *expert_out;        // (n_embd) one chosen expert's output, before it joins the weighted sum (MoE)
-    int32_t *chosen;          // (n_expert_used) the experts the router picked, by rank (MoE)
-    float *weights;           // (n_expert_used) their renormalised weights (MoE)
-    void *scratch;            // quantised activations of the widest input (gpu_segment_scratch_cols)
-    void *scratch_hidden;     // MoE: the quantised expert FFN input (up's, when its type is not gate's)
-                              // or hidden layer, while scratch holds gate's quantised input
-    seam_cuda_stream *copy_stream;  // stream: the weight copies, beside the compute stream
-    void *staging[2];         // stream: two device buffers the overflow layers take turns in
-    stream_events *streamed;  // stream: [n_layers - resident]
-    // the batched prefill (NULL where prefill_sizes says it does not run: under
-    // --gpu-prefill tokens, for MoE layers, with no layers)
-    seam_cuda_blas *blas;     // cuBLAS on the compute stream
-    layer_acts batch;         // SEAM_UBATCH rows each
-    uint16_t *x16;            // (SEAM_UBATCH, widest input) a product's input in f16
-    uint16_t *w16;            // the largest matrix of the segment's layers in f16
-    void *blas_workspace;     // GPU_BLAS_WORKSPACE_BYTES, cuBLAS's
-    void **allocations;       // every device buffer, for gpu_segment_free
-    int n_allocations, cap_allocations;
-};
 
 static int dev_alloc(gpu_segment *g, void **p, size_t bytes, const char *what, seam_error *e) {
     if (seam_cuda_malloc(p, bytes ? bytes : 16, e)) {
@@ -303,8 +221,8 @@ static int place_layer(gpu_segment *g, int il, seam_error *e) {
 // The one door between host and device: copies, waits until the data is
 // usable, and records wait (the queue draining first), copy (events around
 // it) and total host time.
-static int crossing(gpu_segment *g, seam_direction dir, void *dst, const void *src, size_t bytes, int layer,
-                    bool experts, int token, seam_timeline *tl, seam_error *e) {
+int gpu_crossing(gpu_segment *g, seam_direction dir, void *dst, const void *src, size_t bytes, int layer,
+                 bool experts, int token, seam_timeline *tl, seam_error *e) {
     const double t0 = seam_now();
     if (seam_cuda_stream_synchronize(g->stream, e)) return -1;
     const double t1 = seam_now();
@@ -319,159 +237,6 @@ static int crossing(gpu_segment *g, seam_direction dir, void *dst, const void *s
                                .wait_us = 1e6 * (t1 - t0), .copy_us = 1e3 * ms, .total_us = 1e6 * (seam_now() - t0)};
     return timeline_add_crossing(tl, &rec) ? seam_fail(e, "out of memory for the timeline") : 0;
 }
-
-// ---------------------------------------------------------------- the layer's operations
-//
-// model/layer.h's operations on the device, each one kernel launch or a
-// few, on the segment's stream (and so into its graph when one is being
-// captured). A token's products are matvecs over the quantised weights;
-// a batch's are cuBLAS GEMMs over the weights turned to f16.
-
-static int op_rmsnorm(void *be, float *out, const float *x, const seam_tensor *w, int rows, int cols, seam_error *e) {
-    gpu_segment *g = be;
-    return seam_cuda_rmsnorm(g->stream, out, x, w->data, rows, cols, g->model->cfg.rms_eps, e);
-}
-
-static int matvec(gpu_segment *g, const seam_tensor *w, const float *x, float *out, seam_error *e) {
-    return seam_cuda_matvec(g->stream, w->type, w->data, w->rows, w->cols, x, out, g->scratch, e);
-}
-
-static int op_matmul(void *be, int n_mats, const seam_tensor *const w[], const float *x, float *const out[], int n,
-                     seam_error *e) {
-    gpu_segment *g = be;
-    if (n == 1) {
-        for (int i = 0; i < n_mats; i++)
-            if (matvec(g, w[i], x, out[i], e)) return -1;
-        return 0;
-    }
-    // the batch's input in f16 once, for every matrix that shares it
-    if (seam_cuda_quantize(g->stream, GGML_TYPE_F16, x, g->x16, (int64_t)n * w[0]->cols, e)) return -1;
-    for (int i = 0; i < n_mats; i++)
-        if (seam_cuda_matmul(g->blas, g->stream, w[i]->type, w[i]->data, w[i]->rows, w[i]->cols, g->x16, n, out[i],
-                             g->w16, e))
-            return -1;
-    return 0;
-}
-
-static int op_add_bias(void *be, float *x, const seam_tensor *b, int n, int cols, seam_error *e) {
-    return seam_cuda_add_rows(((gpu_segment *)be)->stream, x, b->data, n, cols, e);
-}
-
-static int op_add(void *be, float *x, const float *y, int n, int cols, seam_error *e) {
-    return seam_cuda_add(((gpu_segment *)be)->stream, x, y, n * cols, e);
-}
-
-static int op_scale(void *be, float *x, float s, int n, int cols, seam_error *e) {
-    return seam_cuda_scale(((gpu_segment *)be)->stream, x, s, n * cols, e);
-}
-
-// Row t at position step[t].pos (the step buffer, so that a graph replays
-// at every position).
-static int op_rope(void *be, int il, float *q, float *k, int n, seam_error *e) {
-    gpu_segment *g = be;
-    const seam_config *c = &g->model->cfg;
-    const bool swa = c->layer_swa[il];
-    const float base = swa ? c->rope_base_swa : c->rope_base, freq_scale = swa ? 1.0f : c->rope_scale;
-    return seam_cuda_rope(g->stream, q, n, c->n_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox,
-                          g->step, e) ||
-           seam_cuda_rope(g->stream, k, n, c->n_kv_heads, c->head_dim, c->rope_dim, base, freq_scale, c->rope_neox,
-                          g->step, e);
-}
-
-static int op_rotate(void *be, float *x, int n, int cols, int block, seam_error *e) {
-    return seam_cuda_fwht(((gpu_segment *)be)->stream, x, n * cols, block, e);
-}
-
-// Token by token: each token's keys join the cache before the next token
-// attends, and each attends to the positions up to its own.
-static int op_kv_append(void *be, int il, const float *k, const float *v, int n, seam_error *e) {
-    gpu_segment *g = be;
-    const seam_config *c = &g->model->cfg;
-    const int kv_dim = c->n_kv_heads * c->head_dim;
-    for (int t = 0; t < n; t++)
-        if (seam_cuda_kv_append(g->stream, &g->layers[il].kv, k + (size_t)t * kv_dim, v + (size_t)t * kv_dim, kv_dim,
-                                g->n_ctx, g->step + t, e))
-            return -1;
-    return 0;
-}
-
-static int op_attention(void *be, int il, float *out, const float *q, int n, seam_error *e) {
-    gpu_segment *g = be;
-    const seam_config *c = &g->model->cfg;
-    const int q_dim = c->n_heads * c->head_dim;
-    for (int t = 0; t < n; t++)
-        if (seam_cuda_attention(g->stream, out + (size_t)t * q_dim, q + (size_t)t * q_dim, &g->layers[il].kv,
-                                c->n_heads, c->n_kv_heads, c->head_dim, g->n_ctx, c->layer_swa[il] ? c->n_swa : 0,
-                                c->kq_scale, g->scores, g->step + t, e))
-            return -1;
-    return 0;
-}
-
-static int op_glu(void *be, float *gate, const float *up, int n, int cols, bool gelu, seam_error *e) {
-    gpu_segment *g = be;
-    return gelu ? seam_cuda_geglu(g->stream, gate, up, n * cols, e) : seam_cuda_swiglu(g->stream, gate, up, n * cols, e);
-}
-
-// One token's experts (the segment takes an MoE layer's tokens one by one,
-// gpu_segment_gemm): the router picks k experts into g->chosen and
-// g->weights on the device, and each chosen expert's SwiGLU FFN runs on the
-// rows of its slice, found from that index, its output weighted into out.
-// Layer il's experts on the CPU: the router's logits are computed here; they
-// and the experts' input cross to the host, the CPU routes and runs the
-// experts over the host's copy of their weights, and their weighted sum
-// crosses back into out. Each crossing is timed like the segment's own;
-// the host's time inside the layer is kept apart from the GPU's.
-static int host_experts(gpu_segment *g, int il, const seam_layer_weights *l, const float *x, float *out, seam_error *e) {
-    const seam_config *c = &g->model->cfg;
-    const size_t in_bytes = (size_t)c->n_embd * sizeof(float), router_bytes = (size_t)c->n_expert * sizeof(float);
-    // the GPU's part of the layer done first, so that the host's time below is the host's alone
-    if (matvec(g, &l->ffn_gate_inp, x, g->router, e) || seam_cuda_stream_synchronize(g->stream, e)) return -1;
-    const double t0 = seam_now();
-    if (crossing(g, CROSS_D2H, g->experts_in, x, in_bytes, il, true, g->run_token, g->run_tl, e) ||
-        crossing(g, CROSS_D2H, g->experts_in + c->n_embd, g->router, router_bytes, il, true, g->run_token, g->run_tl, e))
-        return -1;
-    const double t1 = seam_now();
-    cpu_backend_experts(g->cpu, &g->model->w.layers[il], g->experts_in, g->experts_in + c->n_embd, g->experts_out, 1);
-    const double t2 = seam_now();
-    if (crossing(g, CROSS_H2D, out, g->experts_out, in_bytes, il, true, g->run_token, g->run_tl, e)) return -1;
-    g->experts_us[il] += 1e6 * (t2 - t1);
-    g->host_us[il] += 1e6 * (seam_now() - t0);
-    return 0;
-}
-
-static int op_moe(void *be, int il, const seam_layer_weights *l, const float *x, float *out, int n, seam_error *e) {
-    gpu_segment *g = be;
-    if (n != 1) return seam_fail(e, "the GPU's experts take one token at a time (got %d)", n);
-    if (g->host_experts[il]) return host_experts(g, il, l, x, out, e);
-    const seam_config *c = &g->model->cfg;
-    seam_cuda_stream *s = g->stream;
-    const int E = c->n_embd, F = c->n_ff_exp, n_exp = c->n_expert;
-    const seam_tensor *gate = &l->ffn_gate_exps, *up = &l->ffn_up_exps, *down = &l->ffn_down_exps;
-    float *hb = g->token.hb, *hb2 = g->token.hb2;
-    if (matvec(g, &l->ffn_gate_inp, x, g->router, e) ||
-        seam_cuda_moe_route(s, g->router, n_exp, c->n_expert_used, g->chosen, g->weights, e) ||
-        seam_cuda_quantize(s, gate->type, x, g->scratch, E, e))
-        return -1;
-    for (int j = 0; j < c->n_expert_used; j++) {
-        const int32_t *ex = g->chosen + j;
-        // gate and up share the input's quantisation when their types do
-        if (up->type != gate->type && seam_cuda_quantize(s, up->type, x, g->scratch_hidden, E, e)) return -1;
-        const void *up_act = up->type != gate->type ? g->scratch_hidden : g->scratch;
-        if (seam_cuda_matvec_expert(s, gate->type, gate->data, n_exp, F, E, ex, g->scratch, hb, e) ||
-            seam_cuda_matvec_expert(s, up->type, up->data, n_exp, F, E, ex, up_act, hb2, e) ||
-            seam_cuda_swiglu(s, hb, hb2, F, e) || seam_cuda_quantize(s, down->type, hb, g->scratch_hidden, F, e) ||
-            seam_cuda_matvec_expert(s, down->type, down->data, n_exp, E, F, ex, g->scratch_hidden, g->expert_out, e) ||
-            seam_cuda_moe_accumulate(s, out, g->expert_out, g->weights, j, E, e))
-            return -1;
-    }
-    return 0;
-}
-
-static const layer_ops gpu_layer_ops = {
-    .rmsnorm = op_rmsnorm, .matmul = op_matmul,     .add_bias = op_add_bias, .add = op_add,
-    .scale = op_scale,     .rope = op_rope,         .rotate = op_rotate,     .kv_append = op_kv_append,
-    .attention = op_attention, .glu = op_glu,       .moe = op_moe,
-};
 
 int gpu_segment_init(gpu_segment **out, const seam_model *m, const seam_plan *plan, int n_ctx, bool use_graph,
                      cpu_backend *cpu, seam_error *e) {
@@ -659,7 +424,7 @@ static int enqueue_segment(gpu_segment *g, int n, bool head, seam_error *e) {
     if (!head) return 0;
     float *x = g->layer.acts.x + (size_t)(n - 1) * c->n_embd;
     if (seam_cuda_rmsnorm(g->stream, x, x, g->output_norm.data, 1, c->n_embd, c->rms_eps, e) ||
-        matvec(g, &g->output, x, g->logits_dev, e))
+        gpu_matvec(g, &g->output, x, g->logits_dev, e))
         return -1;
     return c->logit_softcap > 0.0f ? seam_cuda_softcap(g->stream, g->logits_dev, c->logit_softcap, c->n_vocab, e) : 0;
 }
@@ -769,7 +534,7 @@ int gpu_segment_run(gpu_segment *g, float *x, int n, int pos0, bool head, float 
     // steps are bookkeeping of the graph, not a crossing of the model's data:
     // their copy lands in the report's "other", not in the crossing's wait)
     memcpy(g->x_pinned, x, x_bytes);
-    if (crossing(g, CROSS_H2D, x_dev, g->x_pinned, x_bytes, 0, false, token, tl, e)) return -1;
+    if (gpu_crossing(g, CROSS_H2D, x_dev, g->x_pinned, x_bytes, 0, false, token, tl, e)) return -1;
     for (int t = 0; t < n; t++) g->step_host[t] = (seam_cuda_step){.token = 0, .pos = pos0 + t};  // rows looked up on the host
     if (seam_cuda_copy_h2d(g->stream, g->step, g->step_host, (size_t)n * sizeof *g->step, e)) return -1;
 
@@ -793,13 +558,13 @@ int gpu_segment_run(gpu_segment *g, float *x, int n, int pos0, bool head, float 
 
     // back to the host: the logits when the head ran here, else the hidden states
     if (head) {
-        if (crossing(g, CROSS_D2H, g->logits_pinned, g->logits_dev, (size_t)c->n_vocab * sizeof(float), c->n_layers,
+        if (gpu_crossing(g, CROSS_D2H, g->logits_pinned, g->logits_dev, (size_t)c->n_vocab * sizeof(float), c->n_layers,
                      false, token, tl, e))
             return -1;
         *logits = g->logits_pinned;
         return 0;
     }
-    if (crossing(g, CROSS_D2H, g->x_pinned, x_dev, x_bytes, g->n_layers, false, token, tl, e)) return -1;
+    if (gpu_crossing(g, CROSS_D2H, g->x_pinned, x_dev, x_bytes, g->n_layers, false, token, tl, e)) return -1;
     memcpy(x, g->x_pinned, x_bytes);
     return 0;
 }
