@@ -83,15 +83,18 @@ static bool of_kind(const seam_crossing *c, const crossing_kind *k) {
     return c->dir == k->dir && c->bytes == k->bytes && c->layer == k->layer && c->experts == k->experts;
 }
 
+// c's kind appended to kinds (n of at most max) if it is not there yet; the new count.
+static size_t add_kind(crossing_kind *kinds, size_t n, size_t max, const seam_crossing *c) {
+    for (size_t k = 0; k < n; k++)
+        if (of_kind(c, &kinds[k])) return n;
+    if (n < max) kinds[n++] = (crossing_kind){c->dir, c->bytes, c->layer, c->experts};
+    return n;
+}
+
 static void report_crossings(const seam_timeline *t, FILE *out) {
     crossing_kind kinds[64];
     size_t n_kinds = 0;
-    for (size_t i = 0; i < t->n_crossings && n_kinds < 64; i++) {
-        const seam_crossing *c = &t->crossings[i];
-        size_t k = 0;
-        while (k < n_kinds && !of_kind(c, &kinds[k])) k++;
-        if (k == n_kinds) kinds[n_kinds++] = (crossing_kind){c->dir, c->bytes, c->layer, c->experts};
-    }
+    for (size_t i = 0; i < t->n_crossings; i++) n_kinds = add_kind(kinds, n_kinds, 64, &t->crossings[i]);
     if (!n_kinds) return;
     fprintf(out, "  crossings (us)          count |  wait mean   p50   p99 |  copy mean   p50   p99 | total mean   p50   p99\n");
     fprintf(out, "  (H2D, D2H: the hidden state or the logits, or (experts) an MoE layer's experts' input and output\n"
@@ -187,16 +190,13 @@ static bool decoded(const seam_timeline *t, size_t from, int i) {
 // row each between the layers' rows.
 static void crossing_rows(const seam_timeline *t, size_t from, int layer, int experts, size_t n_decoded, FILE *out) {
     crossing_kind kinds[8];
-    int n_kinds = 0;
-    for (size_t i = 0; i < t->n_crossings && n_kinds < 8; i++) {  // in the order they happen
+    size_t n_kinds = 0;
+    for (size_t i = 0; i < t->n_crossings; i++) {  // in the order they happen
         const seam_crossing *c = &t->crossings[i];
-        if (c->layer != layer || c->experts != experts || c->dir == CROSS_WEIGHTS || !decoded(t, from, c->token))
-            continue;
-        int k = 0;
-        while (k < n_kinds && !of_kind(c, &kinds[k])) k++;
-        if (k == n_kinds) kinds[n_kinds++] = (crossing_kind){c->dir, c->bytes, c->layer, c->experts};
+        if (c->layer == layer && c->experts == experts && c->dir != CROSS_WEIGHTS && decoded(t, from, c->token))
+            n_kinds = add_kind(kinds, n_kinds, 8, c);
     }
-    for (int k = 0; k < n_kinds; k++) {
+    for (size_t k = 0; k < n_kinds; k++) {
         double wait = 0, copy = 0, total = 0;
         size_t n = 0;
         for (size_t i = 0; i < t->n_crossings; i++) {
