@@ -284,10 +284,15 @@ def run(cmd, timeout=1800):
 
 def seam_bench(seam, model, threads, tg, pp):
     """{'tg': tok/s, 'pp': tok/s} from one `seam bench` run: each test warmed up once, then measured once, as
-    the llama.cpp runner does. threads None: seam's default."""
+    the llama.cpp runner does; with pp, 'macs' (a prompt token's multiply-adds, counted from the model) and
+    'peak' (the int8 probe's G multiply-adds/s on these threads). threads None: seam's default."""
     rows = seam_json.bench(seam, model, ["-n", str(tg), "-p", str(pp), "-r", "1"]
                            + ([] if threads is None else ["-t", str(threads)]))
-    return {("tg" if r["n_gen"] else "pp"): r["avg_ts"] for r in rows}
+    out = {("tg" if r["n_gen"] else "pp"): r["avg_ts"] for r in rows}
+    for r in rows:
+        if r["n_prompt"]:
+            out["macs"], out["peak"] = r["macs_per_token"], r["int8_peak_gmacs"]
+    return out
 
 
 def llama(model, threads, engine, tg, pp):
@@ -510,6 +515,7 @@ def main():
 
     variants = engines_for("f16", a.engines.split(",") if a.engines else None)
     res = {name: {"tg": [], "pp": [], "busy": [], "error": None} for name in variants}
+    roof = {"macs": 0.0, "peak": []}  # seam bench's count of a prompt token's multiply-adds and its int8 probe
     tests = [t for t, n in (("tg", a.tg), ("pp", a.pp)) if n]
     for rep in range(a.reps):
         order = variants if rep % 2 == 0 else variants[::-1]
@@ -520,6 +526,9 @@ def main():
             r["busy"].append(wait_quiet(a.quiet_wait))
             if name == "seam":
                 out = seam_bench(a.seam, a.model, a.threads, a.tg, a.pp)
+                if "peak" in out:
+                    roof["macs"] = out["macs"]
+                    roof["peak"].append(out["peak"])
             else:
                 out = llama(a.model, a.threads, name, a.tg, a.pp)
                 if "error" in out:
@@ -575,6 +584,12 @@ def main():
             best = max(meds, key=meds.get)
             lines.append(f"{test}{n}: seam {med(res['seam'][test]):.1f} tok/s, best llama.cpp {best} {meds[best]:.1f} "
                          f"tok/s: seam / best = {med(res['seam'][test]) / meds[best]:.3f}")
+            if test == "pp" and roof["peak"] and max(roof["peak"]) > 0:
+                peak = max(roof["peak"])
+                share = lambda ts: 100 * ts * roof["macs"] / 1e9 / peak  # noqa: E731
+                lines.append(f"share of the int8 peak ({peak:.1f} G multiply-adds/s on {a.threads} threads, seam's "
+                             f"probe, best of the runs; {roof['macs'] / 1e9:.3f} G multiply-adds a prompt token): "
+                             f"seam {share(med(res['seam'][test])):.1f}%, {best} {share(meds[best]):.1f}%")
     lines.append("")
     lines.append(f"read bandwidth ({a.threads} threads, seam-membw, median of 9): {read_bw[0]:.1f} GB/s plain loop"
                  + (f", {read_pf[0]:.1f} GB/s with software prefetch" if ("read+pf", a.threads) in bw_rows else ""))

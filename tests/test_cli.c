@@ -443,9 +443,17 @@ Test(cli, bench_runs_and_validates, .timeout = 300) {
         for (const char *p = r.out; (p = strstr(p, tg_mark[f])); p++) tests++;
         cr_assert_eq(tests, 4, "-o %s: %d tg rows, want 2 lengths x 2 thread counts:\n%s", formats[f], tests, r.out);
         cr_assert(strstr(r.out, "pp8"), "-o %s: no pp8 row:\n%s", formats[f], r.out);
+        if (f == 0)  // the prompt's share of the int8 roof, and the roof it is a share of, per thread count
+            cr_assert(strstr(r.out, "| % of int8 peak |") && strstr(r.out, "\nint8 peak, 1 threads: ") &&
+                          strstr(r.out, "\nint8 peak, 2 threads: "),
+                      "md: no int8 peak:\n%s", r.out);
         if (f == 1) {
             cr_assert(strstr(r.out, "\"samples_ts\": ["), "json: no samples:\n%s", r.out);
             assert_tg_segments_add_up(r.out);
+            const char *pp = strstr(r.out, "\"test\": \"pp8\"");
+            cr_assert(pp && json_number(pp, "macs_per_token") > 0, "json: no multiply-adds for pp8:\n%s", r.out);
+            if (!strstr(r.out, "\"kernels\": \"scalar\""))
+                cr_assert(json_number(pp, "int8_peak_gmacs") > 0, "json: no int8 peak for pp8:\n%s", r.out);
         }
         result_free(&r);
     }

@@ -379,3 +379,30 @@ Test(plan, memory_after_filling_within_two_percent) {
     free(tokens);
     model_free(&m);
 }
+
+// The multiply-adds of a prompt (seam bench's share of the int8 peak is
+// theirs over the time), against a count by hand from the shape files:
+// every matrix once per token (the norms and biases are not products; an
+// MoE layer's 4 of 16 experts), attention's 2 * heads * head_dim per
+// position each token sees (a sliding layer at most its window), the head
+// once.
+Test(plan, a_prompts_multiply_adds_are_counted_from_the_model) {
+    seam_model m;
+    // tiny-gemma3: 6 layers (il 5 global, the rest windows of 8); wq, wo
+    // 128 x 128, wk, wv 32 x 128, gate, up 384 x 128, down 128 x 384; the
+    // head tied to the 512 x 128 embeddings
+    load_synthetic(&m, "tiny-gemma3");
+    const uint64_t gemma_layer = 2 * 128 * 128 + 2 * 32 * 128 + 3 * 384 * 128;
+    for (int il = 0; il < 6; il++) cr_assert_eq(model_layer_macs(&m, il), gemma_layer);
+    // 16 tokens from 0: sum of (p + 1) is 136, windowed 1 + .. + 8 + 8 * 8 = 100
+    cr_assert_eq(plan_prompt_macs(&m, 16, 0), 16 * 6 * gemma_layer + 512 * 128 + 2 * 4 * 32 * (136 + 5 * 100));
+    model_free(&m);
+    // moe-small: 4 layers of wq, wo 256 x 256, wk, wv 128 x 256, the
+    // router 16 x 256 and 4 of 16 experts' gate, up, down (256 x 256
+    // each); its own 2048 x 256 head; 16 tokens from 4 see 5 + .. + 20 = 200
+    load_synthetic(&m, "moe-small");
+    const uint64_t moe_layer = 2 * 256 * 256 + 2 * 128 * 256 + 16 * 256 + 4 * 3 * 256 * 256;
+    for (int il = 0; il < 4; il++) cr_assert_eq(model_layer_macs(&m, il), moe_layer);
+    cr_assert_eq(plan_prompt_macs(&m, 16, 4), 16 * 4 * moe_layer + 2048 * 256 + 2 * 4 * 64 * 200 * 4);
+    model_free(&m);
+}

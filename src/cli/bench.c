@@ -30,6 +30,7 @@
 
 #include "cpu/kernels.h"
 #include "cpu/membw.h"
+#include "cpu/speed.h"
 #include "engine/engine.h"
 #include "gpu/gpu_segment.h"
 #include "plan/memstat.h"
@@ -82,6 +83,8 @@ typedef struct {
     double segment_us[SEG_COUNT];  // tg: a decoded token's mean time in each segment (GPU, CPU layers, head)
     double predicted_ts;           // tg with --hw: the speed model's tok/s at the test's middle position (0: none)
     double cpu_attention_us;       // tg: the share of segment_us[SEG_CPU] the layers' attention took
+    double macs;                   // pp: multiply-adds a prompt token takes (plan_prompt_macs / n_prompt)
+    double int8_peak;              // pp on the CPU: the int8 roof's G multiply-adds/s on these threads (0: none)
     uint64_t mem, mem_pred;          // host bytes held after the test, and the plan's prediction
     uint64_t gpu_mem, gpu_mem_pred;  // the same on the GPU (0 without one)
 } bench_row;
@@ -286,9 +289,10 @@ static void print_md(const bench_row *rows, int n) {
     bool speed_model = false;
     for (int i = 0; i < n; i++) speed_model = speed_model || rows[i].predicted_ts > 0;
     printf("| model | size | params | backend | threads | ngl | type_k | type_v | test | t/s | weights MiB/t | KV MiB/t "
-           "| GB/s | %% of read bw | memory MiB | predicted | error |%s\n", speed_model ? " speed model t/s |" : "");
+           "| GB/s | %% of read bw | GMAC/s | %% of int8 peak | memory MiB | predicted | error |%s\n",
+           speed_model ? " speed model t/s |" : "");
     printf("| --- | ---: | ---: | --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-           "| ---: |%s\n", speed_model ? " ---: |" : "");
+           "| ---: | ---: | ---: |%s\n", speed_model ? " ---: |" : "");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         char test[48], w[32] = "", kv[32] = "", gbs[32] = "", pct[32] = "";
@@ -299,6 +303,10 @@ static void print_md(const bench_row *rows, int n) {
             snprintf(gbs, sizeof gbs, "%.2f", r->gbs);
         }
         if (r->n_gen && r->read_limit > 0) snprintf(pct, sizeof pct, "%.0f%%", 100 * r->gbs / r->read_limit);
+        char gmacs[32] = "", peak_pct[32] = "";
+        if (r->n_prompt) snprintf(gmacs, sizeof gmacs, "%.1f", r->mean * r->macs / 1e9);
+        if (r->n_prompt && r->int8_peak > 0)
+            snprintf(peak_pct, sizeof peak_pct, "%.0f%%", 100 * r->mean * r->macs / 1e9 / r->int8_peak);
         char backend[64];
         const char *cuda = r->emulated ? "CUDA-emu" : "CUDA";
         if (r->overflow != OVERFLOW_CPU)
@@ -316,11 +324,21 @@ static void print_md(const bench_row *rows, int n) {
             snprintf(model_ts, sizeof model_ts, " %.1f (%+.1f%%) |", r->predicted_ts, 100 * (r->predicted_ts / r->mean - 1));
         else if (speed_model)
             snprintf(model_ts, sizeof model_ts, "  |");
-        printf("| %s | %.2f MiB | %.2f B | %s | %d | %d | %s | %s | %s | %.2f ± %.2f | %s | %s | %s | %s | %.1f | %.1f "
-               "| %+.1f%% |%s\n",
+        printf("| %s | %.2f MiB | %.2f B | %s | %d | %d | %s | %s | %s | %.2f ± %.2f | %s | %s | %s | %s | %s | %s | %.1f "
+               "| %.1f | %+.1f%% |%s\n",
                r->model, r->size / 1048576.0, r->params / 1e9, backend, r->threads, r->gpu_layers,
                plan_kv_type_name[r->cache.k], plan_kv_type_name[r->cache.v], test, r->mean, r->sd, w, kv, gbs, pct,
-               r->mem / 1048576.0, r->mem_pred / 1048576.0, memstat_error(r->mem, r->mem_pred), model_ts);
+               gmacs, peak_pct, r->mem / 1048576.0, r->mem_pred / 1048576.0, memstat_error(r->mem, r->mem_pred), model_ts);
+    }
+    // the roof each share above is of, once per thread count
+    for (int i = 0; i < n; i++) {
+        bool first = rows[i].int8_peak > 0;
+        for (int k = 0; k < i && first; k++) first = rows[k].int8_peak <= 0 || rows[k].threads != rows[i].threads;
+        if (first)
+            printf("%sint8 peak, %d threads: %.1f G multiply-adds/s (%s's int8 probe on every thread at once, best of "
+                   "7 runs of 20 ms): a prompt token's multiply-adds, matrix products and attention, counted from the "
+                   "model, times tokens/s over it\n",
+                   i ? "" : "\n", rows[i].threads, rows[i].int8_peak, rows[i].kernels);
     }
     for (int i = 0; i < n; i++)
         if (rows[i].emulated) {
@@ -348,11 +366,12 @@ static void print_json(const bench_row *rows, int n) {
         for (int k = 0; k < r->reps; k++) printf(k ? ", %.4f" : "%.4f", r->ts[k]);
         printf("], \"weight_bytes\": %.0f, \"kv_bytes\": %.0f, \"gbps\": %.4f, \"read_gbps\": %.4f, "
                "\"host_bytes\": %llu, \"host_predicted\": %llu, \"gpu_bytes\": %llu, \"gpu_predicted\": %llu, "
-               "\"gpu_prefill\": \"%s\", \"gpu_emulated\": %s, \"predicted_ts\": %.4f, "
-               "\"segments_us\": {\"gpu\": %.3f, \"cpu\": %.3f, \"cpu_attention\": %.3f, \"head\": %.3f}}%s\n",
+               "\"gpu_prefill\": \"%s\", \"gpu_emulated\": %s, \"predicted_ts\": %.4f, \"macs_per_token\": %.0f, "
+               "\"int8_peak_gmacs\": %.3f, \"segments_us\": {\"gpu\": %.3f, \"cpu\": %.3f, \"cpu_attention\": %.3f, \"head\": %.3f}}%s\n",
                r->weight_bytes, r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem,
                (unsigned long long)r->mem_pred, (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred,
-               gpu_prefill_name[r->gpu_prefill], r->emulated ? "true" : "false", r->predicted_ts, r->segment_us[SEG_GPU],
+               gpu_prefill_name[r->gpu_prefill], r->emulated ? "true" : "false", r->predicted_ts, r->macs, r->int8_peak,
+               r->segment_us[SEG_GPU],
                r->segment_us[SEG_CPU], r->cpu_attention_us,
                r->segment_us[SEG_HEAD], i + 1 < n ? "," : "");
     }
@@ -362,19 +381,19 @@ static void print_json(const bench_row *rows, int n) {
 static void print_csv(const bench_row *rows, int n) {
     printf("model,model_size,model_params,kernels,n_threads,n_gpu_layers,n_cpu_moe,overflow,type_k,type_v,test,n_prompt,"
            "n_gen,n_depth,avg_ts,stddev_ts,weight_bytes,kv_bytes,gbps,read_gbps,host_bytes,host_predicted,gpu_bytes,"
-           "gpu_predicted,gpu_prefill,gpu_emulated,predicted_ts\n");
+           "gpu_predicted,gpu_prefill,gpu_emulated,predicted_ts,macs_per_token,int8_peak_gmacs\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         char test[48];
         test_name(r, test, sizeof test);
         printf("\"%s\",%llu,%llu,%s,%d,%d,%d,%s,%s,%s,\"%s\",%d,%d,%d,%.4f,%.4f,%.0f,%.0f,%.4f,%.4f,%llu,%llu,%llu,%llu,"
-               "%s,%d,%.4f\n",
+               "%s,%d,%.4f,%.0f,%.3f\n",
                r->model, (unsigned long long)r->size, (unsigned long long)r->params, r->kernels, r->threads,
                r->gpu_layers, r->n_cpu_moe, plan_overflow_name[r->overflow], plan_kv_type_name[r->cache.k],
                plan_kv_type_name[r->cache.v], test, r->n_prompt, r->n_gen, r->n_depth, r->mean, r->sd, r->weight_bytes,
                r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem, (unsigned long long)r->mem_pred,
                (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred, gpu_prefill_name[r->gpu_prefill],
-               r->emulated, r->predicted_ts);
+               r->emulated, r->predicted_ts, r->macs, r->int8_peak);
     }
 }
 
@@ -392,6 +411,28 @@ static double read_limit_for(int threads, double cache[257]) {
     return cache[threads] > 0 ? cache[threads] : 0;
 }
 
+// The int8 roof on t threads (cpu_speed_int8_peak; 0: the kernels have no
+// probe), once per thread count.
+static double int8_peak_for(int threads, double cache[257]) {
+    if (cache[threads] != 0) return cache[threads] > 0 ? cache[threads] : 0;
+    seam_error e = {{0}};
+    seam_pool *pool = threads > 1 ? pool_create(threads, &e) : NULL;
+    cache[threads] = -1;
+    if (threads == 1 || pool) {
+        const double g = cpu_speed_int8_peak(pool);
+        cache[threads] = g > 0 ? g : -1;
+    } else {
+        fprintf(stderr, "seam bench: no int8 peak for %d threads: %s\n", threads, e.msg);
+    }
+    pool_destroy(pool);
+    return cache[threads] > 0 ? cache[threads] : 0;
+}
+
+// The roofs measured so far, by thread count.
+typedef struct {
+    double read[257], int8[257];
+} bench_roofs;
+
 // One combination of the swept values.
 typedef struct {
     int threads, ngl, n_cpu_moe;
@@ -405,7 +446,7 @@ static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(c
 // the process's memory before the model's tensors came in.
 static int bench_one(const bench_options *o, const char *path, const seam_model *m, const bench_config *cf,
                      const hw_profile *hw, const seam_memstat *base, bench_row *rows, int *n_rows, int max_rows,
-                     double bw_cache[257]) {
+                     bench_roofs *roofs) {
     seam_error e = {{0}};
     seam_plan plan;
     const int widest = list_max(&o->prompt) > list_max(&o->gen) ? list_max(&o->prompt) : list_max(&o->gen);
@@ -500,12 +541,16 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                         fprintf(stderr, "seam bench: %s %s:\n", what, test);
                         timeline_layer_report(&eng.timeline, timed_from, m->cfg.n_layers, stderr);
                     }
-                    row->read_limit = gpu ? 0 : read_limit_for(cf->threads, bw_cache);
+                    row->read_limit = gpu ? 0 : read_limit_for(cf->threads, roofs->read);
                     seam_prediction pr;
                     if (hw && predict_token(m, &plan, hw, cf->threads, depth + row->n_gen / 2 + 1, &pr, &e) == 0)
                         row->predicted_ts = pr.tok_s;
                     else if (hw)
                         fprintf(stderr, "seam bench: %s: no prediction: %s\n", what, e.msg);
+                }
+                if (row->n_prompt) {
+                    row->macs = (double)plan_prompt_macs(m, row->n_prompt, depth) / row->n_prompt;
+                    row->int8_peak = gpu ? 0 : int8_peak_for(cf->threads, roofs->int8);
                 }
                 finish_row(row);
                 seam_memstat now;
@@ -532,7 +577,7 @@ int cmd_bench(int argc, char **argv) {
                          o.cache_v.n * o.depth.n * (o.prompt.n + o.gen.n);
     bench_row *rows = calloc((size_t)max_rows, sizeof *rows);
     if (!rows) return free(o.model_list), fprintf(stderr, "seam bench: out of memory for %d results\n", max_rows), 1;
-    double bw_cache[257] = {0};
+    static bench_roofs roofs;
     int n_rows = 0, rc = 0;
     // a configuration that fails is reported and skipped, so that a sweep
     // still gives every row it can; the exit status says something failed
@@ -569,7 +614,7 @@ int cmd_bench(int argc, char **argv) {
                                 };
                                 const int before = n_rows;
                                 if (bench_one(&o, o.models[mi], &m, &cf, o.hw ? &hw : NULL, &base, rows, &n_rows,
-                                              max_rows, bw_cache)) {
+                                              max_rows, &roofs)) {
                                     rc = 1;
                                     n_rows = before;  // no half-measured rows
                                 }

@@ -124,6 +124,16 @@ typedef void (*cpu_swiglu_fn)(float *gate, const float *up, int n);
 // contracts ggml's rotation.
 typedef void (*cpu_rope_fn)(float *v, int rope_dim, const float *cos_t, const float *sin_t, bool neox);
 
+// The roof of the set's int8 arithmetic, which prefill's tiles chase: the
+// widest multiply-add of bytes the set's dots use, in rounds of
+// CPU_INT8_PROBE_CHAINS independent accumulators (more than its latency
+// times its issue rate, so that only the issue rate counts), for `rounds`
+// rounds; returns the byte multiply-adds done. AVX-512: vpdpbusd on 512
+// bits (64 a time); AVX2: vpmaddubsw (32) with the vpmaddwd that widens
+// its sums. NULL in the scalar set.
+#define CPU_INT8_PROBE_CHAINS 12
+typedef uint64_t (*cpu_int8_probe_fn)(uint64_t rounds);
+
 typedef struct {
     const char *name;                 // "avx512", "avx2", "scalar": which set was chosen
     cpu_dot_fn dot[GGML_TYPE_COUNT];  // per weight type; every supported type is set
@@ -138,6 +148,7 @@ typedef struct {
     cpu_softmax_fn softmax;
     cpu_swiglu_fn swiglu;
     cpu_rope_fn rope;
+    cpu_int8_probe_fn int8_probe;
 } cpu_kernels;
 
 // The fastest kernels this CPU runs, with the scalar reference filling every

@@ -567,6 +567,25 @@ static void rope(float *v, int rope_dim, const float *cos_t, const float *sin_t,
     }
 }
 
+// The int8 roof (kernels.h): vpmaddubsw pairs bytes into int16 sums, and
+// vpmaddwd by ones widens them into the accumulator -- how the AVX2 tiles
+// take their bytes. The inputs pass through an empty asm each round, so
+// that no product is computed once for all of them.
+static uint64_t int8_probe(uint64_t rounds) {
+    __m256i acc[CPU_INT8_PROBE_CHAINS];
+    __m256i u = _mm256_set1_epi8(3), s = _mm256_set1_epi8(-5);
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int i = 0; i < CPU_INT8_PROBE_CHAINS; i++) acc[i] = _mm256_setzero_si256();
+    for (uint64_t r = 0; r < rounds; r++) {
+        __asm__ volatile("" : "+x"(u), "+x"(s));
+#pragma GCC unroll 12
+        for (int i = 0; i < CPU_INT8_PROBE_CHAINS; i++)
+            acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones));
+    }
+    for (int i = 0; i < CPU_INT8_PROBE_CHAINS; i++) __asm__ volatile("" : : "x"(acc[i]));
+    return rounds * CPU_INT8_PROBE_CHAINS * 32;
+}
+
 void cpu_kernels_fill_avx2(cpu_kernels *k) {
     k->name = "avx2";
     k->dot[GGML_TYPE_F32] = dot_f32;
@@ -586,4 +605,5 @@ void cpu_kernels_fill_avx2(cpu_kernels *k) {
     k->softmax = softmax;
     k->swiglu = swiglu;
     k->rope = rope;
+    k->int8_probe = int8_probe;
 }

@@ -544,6 +544,23 @@ WT_DOT(dot_q4_0, dot_q4_0_one, unpack_u8_q4_0, block_q4_0, 3)
 WT_DOT(dot_q5_0, dot_q5_0_one, unpack_u8_q5_0, block_q5_0, 4)
 WT_DOT(dot_q8_0, dot_q8_0_one, unpack_u8_q8_0, block_q8_0, 7)
 
+// The int8 roof (kernels.h): vpdpbusd on 512 bits, the widest form of the
+// tiles' multiply-add (on Zen 4 the 256-bit form the tiles use reaches the
+// same multiply-adds a second). The inputs pass through an empty asm each
+// round, so that no product is computed once for all of them.
+static uint64_t int8_probe(uint64_t rounds) {
+    __m512i acc[CPU_INT8_PROBE_CHAINS];
+    __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-5);
+    for (int i = 0; i < CPU_INT8_PROBE_CHAINS; i++) acc[i] = _mm512_setzero_si512();
+    for (uint64_t r = 0; r < rounds; r++) {
+        __asm__ volatile("" : "+v"(u), "+v"(s));
+#pragma GCC unroll 12
+        for (int i = 0; i < CPU_INT8_PROBE_CHAINS; i++) acc[i] = _mm512_dpbusd_epi32(acc[i], u, s);
+    }
+    for (int i = 0; i < CPU_INT8_PROBE_CHAINS; i++) __asm__ volatile("" : : "v"(acc[i]));
+    return rounds * CPU_INT8_PROBE_CHAINS * 64;
+}
+
 void cpu_kernels_fill_avx512(cpu_kernels *k) {
     k->name = "avx512";
     k->dot[GGML_TYPE_Q4_K] = dot_q4_K;
@@ -551,5 +568,6 @@ void cpu_kernels_fill_avx512(cpu_kernels *k) {
     k->dot[GGML_TYPE_Q4_0] = dot_q4_0;
     k->dot[GGML_TYPE_Q5_0] = dot_q5_0;
     k->dot[GGML_TYPE_Q8_0] = dot_q8_0;
+    k->int8_probe = int8_probe;
     cpu_kernels_fill_avx512_attention(k);
 }

@@ -320,6 +320,44 @@ double cpu_speed_wake(seam_pool *pool) {
     return n ? 1e6 * trimmed_mean(t, n) : 0;
 }
 
+// The probe in pieces of about half a millisecond from a shared counter:
+// a worker the OS runs late takes fewer of them (pool.h).
+typedef struct {
+    cpu_int8_probe_fn probe;
+    uint64_t rounds;
+    int pieces;
+    _Atomic int next;
+    _Atomic uint64_t macs;
+} peak_job;
+
+static void peak_share(void *ctx, int ith, int nth) {
+    (void)ith, (void)nth;
+    peak_job *j = ctx;
+    uint64_t macs = 0;
+    while (atomic_fetch_add(&j->next, 1) < j->pieces) macs += j->probe(j->rounds);
+    atomic_fetch_add(&j->macs, macs);
+}
+
+double cpu_speed_int8_peak(seam_pool *pool) {
+    const cpu_int8_probe_fn probe = cpu_kernels_get()->int8_probe;
+    if (!probe) return 0;
+    enum { CALIBRATE = 20000 };
+    double t = seam_now();
+    probe(CALIBRATE);
+    t = seam_now() - t;
+    const double rounds = CALIBRATE * 0.5e-3 / (t > 1e-6 ? t : 1e-6);
+    double best = 0;
+    for (int run = 0; run < 7; run++) {
+        peak_job j = {.probe = probe, .rounds = rounds > CALIBRATE ? (uint64_t)rounds : CALIBRATE,
+                      .pieces = 40 * pool_size(pool)};
+        const double start = seam_now();
+        pool_run(pool, peak_share, &j);
+        const double g = (double)atomic_load(&j.macs) / (seam_now() - start) / 1e9;
+        best = g > best ? g : best;
+    }
+    return best;
+}
+
 double cpu_schedule_us(int threads, double wake_us, int n, const double *piece_us) {
     double at[threads];  // when each thread is free: the caller from 0, the workers from wake_us
     for (int t = 0; t < threads; t++) at[t] = t ? wake_us : 0;

@@ -69,6 +69,13 @@ double cpu_speed_attention(seam_pool *pool, int group, int head_dim, uint64_t mi
 int cpu_speed_matvec_jobs(seam_pool *pool, double dot_gbs, double row_ns, double wake_us, double *call_us,
                           double *job_us);
 
+// The chosen set's int8 roof (its int8_probe, kernels.h) on every thread
+// of the pool at once: G byte multiply-adds per wall-clock second, the
+// best of 7 runs of about 20 ms each (the roof is what the cores give when
+// nothing else takes them); 0 where the set has no probe (scalar). The
+// share of it prefill reaches is `seam bench`'s measure of its tiles.
+double cpu_speed_int8_peak(seam_pool *pool);
+
 // How long after a job opens the first worker comes in (the caller has
 // the job to itself until then), the workers kept awake as decode keeps
 // them (jobs 2 us of the caller's own work apart): microseconds, the mean

@@ -335,6 +335,18 @@ uint64_t model_layer_active_bytes(const seam_model *m, int il) {
     return dense + model_layer_active_expert_bytes(m, il);
 }
 
+uint64_t model_layer_macs(const seam_model *m, int il) {
+    const seam_tensor *shared[MODEL_LAYER_SHARED], *routed[MODEL_LAYER_ROUTED];
+    model_layer_tensors(m, il, shared, routed);
+    uint64_t dense = 0, experts = 0;
+    for (int i = 0; i < MODEL_LAYER_SHARED; i++)
+        if (shared[i]->data && shared[i]->rows > 1) dense += (uint64_t)shared[i]->rows * (uint64_t)shared[i]->cols;
+    for (int i = 0; i < MODEL_LAYER_ROUTED; i++)
+        if (routed[i]->data) experts += (uint64_t)routed[i]->rows * (uint64_t)routed[i]->cols;
+    const seam_config *c = &m->cfg;
+    return dense + (c->n_expert ? experts / (uint64_t)c->n_expert * (uint64_t)c->n_expert_used : 0);
+}
+
 uint64_t model_bytes_per_token(const seam_model *m) {
     uint64_t sum = m->w.tok_embd.row_bytes + m->w.output_norm.n_bytes + m->w.output.n_bytes;
     for (int il = 0; il < m->cfg.n_layers; il++) sum += model_layer_active_bytes(m, il);

@@ -133,5 +133,10 @@ uint64_t model_layer_bytes(const seam_model *m, int il);
 uint64_t model_layer_active_bytes(const seam_model *m, int il);
 // Of those, the chosen experts' share (n_expert_used of the n_expert); 0 for a dense layer.
 uint64_t model_layer_active_expert_bytes(const seam_model *m, int il);
+// Multiply-adds of one token's matrix products in layer il: rows * cols of
+// each matrix it reads there (the vectors -- norms, biases -- are not
+// products), its experts' n_expert_used of n_expert. Attention's products
+// with the cache depend on the position: plan_prompt_macs (placement.h).
+uint64_t model_layer_macs(const seam_model *m, int il);
 
 #endif

@@ -78,6 +78,17 @@ uint64_t plan_kv_read_bytes(const seam_config *c, seam_kv_config kv, int l0, int
     return bytes;
 }
 
+uint64_t plan_prompt_macs(const seam_model *m, int n, int pos0) {
+    const seam_config *c = &m->cfg;
+    const uint64_t per_position = 2 * (uint64_t)c->n_heads * (uint64_t)c->head_dim;
+    uint64_t macs = (uint64_t)m->w.output.rows * (uint64_t)m->w.output.cols;
+    for (int il = 0; il < c->n_layers; il++) {
+        macs += (uint64_t)n * model_layer_macs(m, il);
+        for (int pos = pos0; pos < pos0 + n; pos++) macs += per_position * (uint64_t)plan_kv_visible(c, il, pos);
+    }
+    return macs;
+}
+
 seam_layer_time plan_layer_record(const seam_model *m, seam_kv_config kv, int il, int pos) {
     const seam_config *c = &m->cfg;
     seam_layer_time lt = {.layer = il, .pos = pos};

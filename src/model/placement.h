@@ -68,6 +68,13 @@ uint64_t plan_kv_bytes(const seam_config *c, seam_kv_config kv, uint64_t n);
 // most the window on a sliding layer.
 int plan_kv_visible(const seam_config *c, int il, int pos);
 
+// Multiply-adds of a prompt of n tokens at positions pos0..pos0 + n - 1 as
+// prefill computes it: every layer's matrix products for each token
+// (model_layer_macs), attention's scores and weighted values against the
+// positions each token sees (2 * n_heads * head_dim each), and the output
+// head once, for the last token. The work a prefill speed is a share of.
+uint64_t plan_prompt_macs(const seam_model *m, int n, int pos0);
+
 // The timeline's record of layer il (the output head: il = n_layers) for a
 // token at position pos, its bytes filled in: the weights a token reads
 // there and the K and V it attends over in a cache of kv's types; the
