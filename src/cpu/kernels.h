@@ -46,9 +46,17 @@ static inline const float *cpu_q8_0_scales_of(const void *act, int64_t n) {
 // The AVX-512 prefill tiles' buffers, on each thread's stack: a group of
 // prepared inputs and a chunk of unpacked rows (more only for rows too wide
 // for one input tile or one row to fit). cpu_tiles_stack_bytes bounds them
-// for rows of n weights, for the memory prediction (memstat.c).
+// for rows of n weights, for the memory prediction (memstat.c). The K
+// types' group is the larger: each group unpacks every row again, and a row
+// of 3072 weights filled 64 KiB with two tiles of eight inputs, so a batch
+// of 96 unpacked it six times; 256 KiB and chunks of 32 KiB of rows (both
+// in a Zen 4 core's 1 MiB L2) took the tiles from 81-84 to 88-92 G
+// multiply-adds/s on one core, rows of 1024 and 3072 alike (best of 6
+// rounds, bench/results/2026-12-03-prefill.md).
 #define CPU_TILES_GROUP_BYTES (64 << 10)
-#define CPU_TILES_ROWS_BYTES (16 << 10)
+#define CPU_KTILES_GROUP_BYTES (256 << 10)
+#define CPU_TILES_ROWS_BYTES (32 << 10)
+#define CPU_TILE_INPUTS 8  // the inputs of a K type's tile
 // What a block of 256 weights takes in a K type's input tile and unpacked
 // row, and a block of 32 in the Q4_0/Q5_0/Q8_0 micro-tiles' inputs and rows
 // (the AVX-512 file's ktile_block, ktile_wblock, wt_inputs and wt_rows; it
@@ -79,7 +87,7 @@ typedef void (*cpu_attn_values_end_fn)(float *out, float *acc, int head_dim);
 // out (head_dim) gets the sums. tile: cpu_values_tile_floats(head_dim)
 // floats of scratch, where a kernel keeps the run's rows turned around so
 // that every query takes each loaded value.
-#define CPU_VALUES_GROUP 8
+#define CPU_VALUES_GROUP 16
 #define CPU_VALUES_RUN 512
 static inline size_t cpu_values_tile_floats(int head_dim) {
     // the run's values transposed, f16 (head_dim, CPU_VALUES_RUN + 64), a

@@ -59,7 +59,7 @@ KTILE_KERNEL(dot_q6_K_one, q6k_dots_tile, k_core_vnni, true, 1)
 // now the bound (12 of the 14 per input and block are the integer core's).
 // One input keeps the shared tile, which decodes faster (23 GB/s in cache
 // against 18: no tile to prepare, no interleave to pay per row).
-#define KTILE 8
+#define KTILE CPU_TILE_INPUTS
 
 typedef struct {
     int8_t qs[KTILE][QK_K];        // input j's quants, 64 at a time (runs 2c, 2c + 1) interleaved by 4 bytes
@@ -290,7 +290,7 @@ static inline __attribute__((always_inline)) void q6k_rows(int nb, const ktile_w
 // KTILE_PASS_BLOCKS blocks of its rows at a time, so that its inputs' part
 // (2.5 KiB a block) stays in L1 beside the rows streaming by: past that,
 // rows of 3072 weights ran 10-15% slower than rows of 1024.
-#define KTILE_GROUP_BYTES CPU_TILES_GROUP_BYTES
+#define KTILE_GROUP_BYTES CPU_KTILES_GROUP_BYTES
 #define KTILE_ROWS_BYTES CPU_TILES_ROWS_BYTES
 // what cpu_tiles_stack_bytes counts for the memory plan
 _Static_assert(sizeof(ktile_block) <= CPU_TILES_INPUT_BLOCK_BYTES, "an input tile's block outgrew the plan's count");

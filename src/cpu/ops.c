@@ -11,6 +11,7 @@
 
 #include "numeric/exact.h"
 #include "cpu/kernels.h"
+#include "model/placement.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
@@ -45,7 +46,12 @@ uint64_t cpu_tiles_stack_bytes(int64_t n) {
     // rows, each at least one row's blocks, and the chunk rows' accumulators
     // (at most as much again)
     const uint64_t kb = (uint64_t)(n / QK_K) + 1;
-    const uint64_t k_tiles = at_least(kb * CPU_TILES_INPUT_BLOCK_BYTES, CPU_TILES_GROUP_BYTES) +
+    // a group holds at most a batch's tiles: short rows fill less than the group's bytes
+    const uint64_t batch_tiles = (SEAM_UBATCH + CPU_TILE_INPUTS - 1) / CPU_TILE_INPUTS;
+    const uint64_t group = at_least(kb * CPU_TILES_INPUT_BLOCK_BYTES, CPU_KTILES_GROUP_BYTES);
+    const uint64_t k_tiles = (group < batch_tiles * kb * CPU_TILES_INPUT_BLOCK_BYTES
+                                  ? group
+                                  : batch_tiles * kb * CPU_TILES_INPUT_BLOCK_BYTES) +
                              2 * at_least(kb * CPU_TILES_ROW_BLOCK_BYTES, CPU_TILES_ROWS_BYTES);
     // the micro-tiles: the inputs prepared at once (at least one group of
     // them) and one row group's blocks
@@ -343,7 +349,7 @@ void cpu_kv_store(uint32_t type, void *row, const float *x, int64_t n) {
 // order (the scores are independent dots, the sums over positions run in
 // order of position), so a group gives each query bitwise what it gives
 // alone.
-#define ATT_GROUP 8   // queries a group takes at most (CPU_VALUES_GROUP at most)
+#define ATT_GROUP 16  // queries a group takes at most (CPU_VALUES_GROUP at most)
 #define ATT_RUN 256   // positions a run of rows covers: 64 KiB of a 128-wide f16 head's keys
 // Positions a run of V rows covers, query by query (values_run): 256 KiB of
 // a 128-wide f16 head's values, still in L2 for every query of the group.
