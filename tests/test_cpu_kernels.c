@@ -613,6 +613,36 @@ Test(kernels, softmax_swiglu_bitwise) {
     }
 }
 
+// The RMS norm of rows side by side: every set's rmsnorm_rows gives bitwise
+// what cpu_rmsnorm gives each row alone -- blocks of eight rows and short
+// ones, lengths a multiple of 8 and not, magnitudes from tiny to huge (the
+// double sum's order shows), and written over its input.
+Test(kernels, rmsnorm_rows_bitwise) {
+    const cpu_kernels *sets[CPU_KERNEL_SETS];
+    const int n_sets = fast_sets(sets);
+    uint64_t rng = 17;
+    enum { ROWS = 19, N = 1028 };
+    static float x[ROWS * N], w[N], want[ROWS * N], got[ROWS * N];
+    static const int lengths[] = {8, 32, 128, 1024, 1028, 60};
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        const int n = lengths[li];
+        for (int rows = 1; rows <= ROWS; rows += rows < 9 ? 1 : 5) {
+            for (int i = 0; i < rows * n; i++) x[i] = ldexpf(test_rng_normal(&rng), (i % 7) * 9 - 30);
+            for (int i = 0; i < n; i++) w[i] = 1.0f + 0.1f * test_rng_normal(&rng);
+            for (int r = 0; r < rows; r++) cpu_rmsnorm(want + r * n, x + r * n, w, n, 1e-6f);
+            for (int i = 0; i < n_sets; i++) {
+                sets[i]->rmsnorm_rows(got, x, w, rows, n, 1e-6f);
+                cr_assert(memcmp(got, want, sizeof(float) * rows * n) == 0, "rmsnorm_rows (%s) %d rows of %d differ",
+                          sets[i]->name, rows, n);
+                memcpy(got, x, sizeof(float) * rows * n);
+                sets[i]->rmsnorm_rows(got, got, w, rows, n, 1e-6f);
+                cr_assert(memcmp(got, want, sizeof(float) * rows * n) == 0,
+                          "rmsnorm_rows (%s) in place, %d rows of %d differ", sets[i]->name, rows, n);
+            }
+        }
+    }
+}
+
 // All heads of several queries (each its own range, as a prompt's tokens
 // and a sliding window give) through the pool give bitwise each head alone
 // (GQA groups of 2), for every pair of cache types; and a cache kept as a

@@ -132,6 +132,10 @@ typedef void (*cpu_swiglu_fn)(float *gate, const float *up, int n);
 // contracts ggml's rotation.
 typedef void (*cpu_rope_fn)(float *v, int rope_dim, const float *cos_t, const float *sin_t, bool neox);
 
+// cpu_rmsnorm (ops.h) of each of `rows` rows of n values, n apart: out = x /
+// rms(x) * weight, out may be x.
+typedef void (*cpu_rmsnorm_rows_fn)(float *out, const float *x, const float *weight, int rows, int n, float eps);
+
 // The roof of the set's int8 arithmetic, which prefill's tiles chase: the
 // widest multiply-add of bytes the set's dots use, in rounds of
 // CPU_INT8_PROBE_CHAINS independent accumulators (more than its latency
@@ -156,6 +160,7 @@ typedef struct {
     cpu_softmax_fn softmax;
     cpu_swiglu_fn swiglu;
     cpu_rope_fn rope;
+    cpu_rmsnorm_rows_fn rmsnorm_rows;
     cpu_int8_probe_fn int8_probe;
 } cpu_kernels;
 
@@ -182,7 +187,9 @@ void cpu_kernels_fill_avx2(cpu_kernels *k);
 // below. Call only when the CPU has those features.
 void cpu_kernels_fill_avx512(cpu_kernels *k);
 // Its attention kernels (attention_avx512.c): the f16 scores and the grouped
-// values; cpu_kernels_fill_avx512 calls it.
+// values; and its steps across rows (rows_avx512.c): the RMS norm.
+// cpu_kernels_fill_avx512 calls them.
 void cpu_kernels_fill_avx512_attention(cpu_kernels *k);
+void cpu_kernels_fill_avx512_rows(cpu_kernels *k);
 
 #endif

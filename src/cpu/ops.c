@@ -83,6 +83,10 @@ static void rope_ref(float *v, int rope_dim, const float *cos_t, const float *si
     }
 }
 
+static void rmsnorm_rows_ref(float *out, const float *x, const float *weight, int rows, int n, float eps) {
+    for (int r = 0; r < rows; r++) cpu_rmsnorm(out + (size_t)r * n, x + (size_t)r * n, weight, n, eps);
+}
+
 static void to_f16_ref(seam_f16 *dst, const float *src, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = seam_f32_to_f16(src[i]);
 }
@@ -95,6 +99,7 @@ static void kernels_init(void) {
     cpu_kernels *k = &sets[n_sets++];
     k->name = "scalar";
     for (int t = 0; t < GGML_TYPE_COUNT; t++) k->dot[t] = dot_rows_ref;
+    k->rmsnorm_rows = rmsnorm_rows_ref;
     k->values_run = exact_attention_values_run;
     k->values_end = exact_attention_values_end;
     k->flash_run = exact_attention_flash_run;
@@ -289,6 +294,10 @@ void cpu_rmsnorm(float *out, const float *x, const float *weight, int n, float e
     const float mean = (float)(sum / n);
     const float scale = 1.0f / sqrtf(mean + eps);
     for (int i = 0; i < n; i++) out[i] = (x[i] * scale) * weight[i];
+}
+
+void cpu_rmsnorm_rows(float *out, const float *x, const float *weight, int rows, int n, float eps) {
+    cpu_kernels_get()->rmsnorm_rows(out, x, weight, rows, n, eps);
 }
 
 void cpu_rope_angles(float *cos_t, float *sin_t, int rope_dim, int pos, float base, float freq_scale) {

@@ -77,6 +77,9 @@ void cpu_matmul_parts(seam_pool *pool, int n_parts, const seam_tensor *const w[]
 // out = x / rms(x) * weight, as ggml_rms_norm then ggml_mul: the sum of
 // squares in double, the scale in float.
 void cpu_rmsnorm(float *out, const float *x, const float *weight, int n, float eps);
+// cpu_rmsnorm of `rows` rows of n values, n apart, by the fastest kernel
+// (several rows side by side); out may be x.
+void cpu_rmsnorm_rows(float *out, const float *x, const float *weight, int rows, int n, float eps);
 
 // RoPE. The angles of position pos follow ggml's rope cache: theta starts
 // at pos and is multiplied by base^(-2/rope_dim) per pair; the angle used is
