@@ -397,33 +397,33 @@ static void print_csv(const bench_row *rows, int n) {
     }
 }
 
-// The read bandwidth on t threads (0 when it cannot be measured), once per
-// thread count: 256 MiB (8 times the largest last-level caches seam meets), the median of 3.
-static double read_limit_for(int threads, double cache[257]) {
-    if (cache[threads] != 0) return cache[threads] > 0 ? cache[threads] : 0;
-    seam_error e = {{0}};
-    seam_pool *pool = threads > 1 ? pool_create(threads, &e) : NULL;
+// A roof's measurement on a pool of t threads (NULL for one): > 0, or <= 0
+// with a message in e.
+typedef double (*roof_fn)(seam_pool *pool, seam_error *e);
+
+// The read bandwidth: 256 MiB (8 times the largest last-level caches seam meets), the median of 3.
+static double read_roof(seam_pool *pool, seam_error *e) {
     membw_result r;
-    cache[threads] = -1;
-    if ((threads == 1 || pool) && membw_measure(pool, 256u << 20, 3, &r, &e) == 0) cache[threads] = membw_read_limit(&r);
-    else fprintf(stderr, "seam bench: no bandwidth figure for %d threads: %s\n", threads, e.msg);
-    pool_destroy(pool);
-    return cache[threads] > 0 ? cache[threads] : 0;
+    return membw_measure(pool, 256u << 20, 3, &r, e) == 0 ? membw_read_limit(&r) : 0;
 }
 
-// The int8 roof on t threads (cpu_speed_int8_peak; 0: the kernels have no
-// probe), once per thread count.
-static double int8_peak_for(int threads, double cache[257]) {
+// The int8 peak (cpu_speed_int8_peak).
+static double int8_roof(seam_pool *pool, seam_error *e) {
+    const double g = cpu_speed_int8_peak(pool);
+    if (g <= 0) seam_fail(e, "the %s kernels have no int8 probe", cpu_kernels_get()->name);
+    return g;
+}
+
+// A roof on t threads, measured once per thread count (cache[t]: 0 not yet,
+// -1 not measurable); 0 when it cannot be measured. `what` names it in the
+// message that says so.
+static double roof_for(roof_fn measure, const char *what, int threads, double cache[257]) {
     if (cache[threads] != 0) return cache[threads] > 0 ? cache[threads] : 0;
     seam_error e = {{0}};
     seam_pool *pool = threads > 1 ? pool_create(threads, &e) : NULL;
-    cache[threads] = -1;
-    if (threads == 1 || pool) {
-        const double g = cpu_speed_int8_peak(pool);
-        cache[threads] = g > 0 ? g : -1;
-    } else {
-        fprintf(stderr, "seam bench: no int8 peak for %d threads: %s\n", threads, e.msg);
-    }
+    const double v = threads == 1 || pool ? measure(pool, &e) : 0;
+    cache[threads] = v > 0 ? v : -1;
+    if (v <= 0) fprintf(stderr, "seam bench: no %s for %d threads: %s\n", what, threads, e.msg);
     pool_destroy(pool);
     return cache[threads] > 0 ? cache[threads] : 0;
 }
@@ -541,7 +541,7 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                         fprintf(stderr, "seam bench: %s %s:\n", what, test);
                         timeline_layer_report(&eng.timeline, timed_from, m->cfg.n_layers, stderr);
                     }
-                    row->read_limit = gpu ? 0 : read_limit_for(cf->threads, roofs->read);
+                    row->read_limit = gpu ? 0 : roof_for(read_roof, "bandwidth figure", cf->threads, roofs->read);
                     seam_prediction pr;
                     if (hw && predict_token(m, &plan, hw, cf->threads, depth + row->n_gen / 2 + 1, &pr, &e) == 0)
                         row->predicted_ts = pr.tok_s;
@@ -550,7 +550,7 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                 }
                 if (row->n_prompt) {
                     row->macs = (double)plan_prompt_macs(m, row->n_prompt, depth) / row->n_prompt;
-                    row->int8_peak = gpu ? 0 : int8_peak_for(cf->threads, roofs->int8);
+                    row->int8_peak = gpu ? 0 : roof_for(int8_roof, "int8 peak", cf->threads, roofs->int8);
                 }
                 finish_row(row);
                 seam_memstat now;

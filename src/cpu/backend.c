@@ -185,7 +185,7 @@ typedef struct {
     bool gelu;
 } rows_arg;
 
-// Eight rows at a time: the kernels normalise rows side by side (rows_avx512.c).
+// Eight rows at a time: the kernels normalise rows side by side (matvec_avx2.c).
 #define NORM_ROWS 8
 
 static void rmsnorm_rows(const cpu_backend *b, const void *arg, int r) {

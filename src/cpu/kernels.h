@@ -187,9 +187,7 @@ void cpu_kernels_fill_avx2(cpu_kernels *k);
 // below. Call only when the CPU has those features.
 void cpu_kernels_fill_avx512(cpu_kernels *k);
 // Its attention kernels (attention_avx512.c): the f16 scores and the grouped
-// values; and its steps across rows (rows_avx512.c): the RMS norm.
-// cpu_kernels_fill_avx512 calls them.
+// values; cpu_kernels_fill_avx512 calls it.
 void cpu_kernels_fill_avx512_attention(cpu_kernels *k);
-void cpu_kernels_fill_avx512_rows(cpu_kernels *k);
 
 #endif

@@ -570,5 +570,4 @@ void cpu_kernels_fill_avx512(cpu_kernels *k) {
     k->dot[GGML_TYPE_Q8_0] = dot_q8_0;
     k->int8_probe = int8_probe;
     cpu_kernels_fill_avx512_attention(k);
-    cpu_kernels_fill_avx512_rows(k);
 }

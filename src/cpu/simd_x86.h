@@ -45,6 +45,25 @@ static inline float hsum4(__m128 m) {
     return _mm_cvtss_f32(_mm_add_ss(m, _mm_movehdup_ps(m)));
 }
 
+// The 8 x 8 transpose: p[c] holds element c of the eight rows afterwards.
+static inline void transpose8(__m256 p[8]) {
+    __m256 t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {  // rows k, k+1 interleaved: elements 0,1 | 4,5 and 2,3 | 6,7
+        t[k] = _mm256_unpacklo_ps(p[k], p[k + 1]);
+        t[k + 1] = _mm256_unpackhi_ps(p[k], p[k + 1]);
+    }
+    for (int k = 0; k < 8; k += 4) {  // rows k..k+3: elements 0 | 4, 1 | 5, 2 | 6, 3 | 7
+        u[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int c = 0; c < 4; c++) {
+        p[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+        p[c + 4] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+}
+
 // Q4_K/Q5_K scales[12] -> sixteen bytes sc0..sc7, m0..m7 (seam_q4k_scale_min
 // for all eight sub-blocks; layout in quant.h), for the block whose 16 bytes
 // from `scales` on sit in each 128-bit lane of s (two blocks at once; the 4
