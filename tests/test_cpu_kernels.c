@@ -235,14 +235,17 @@ Test(kernels, float_types_bitwise) {
 // F16 rows against queries as attention's scores take them: many rows (the
 // AVX2 kernel takes rows eight at a time when a row has leftovers past its
 // blocks of 64, the AVX-512 one sixteen at a time when it has none, and the
-// last few one by one), 1, 3 and 9 queries at once (the AVX-512 kernel
-// converts 8 at a time), head sizes with leftovers of every kind (32: all
+// last few one by one), 1, 3, 7 and 18 queries at once (the AVX-512 kernel
+// converts 8 at a time, or with rows in lanes 16 at a time and takes them
+// 4 at a time), head sizes with leftovers of every kind (32: all
 // leftovers; 80, 100: blocks then leftovers, 100 with a few past the last 8)
-// and none, each score bitwise seam_vec_dot.
+// and none, each score bitwise seam_vec_dot -- also where every product is
+// a zero (query 2 is zeros signed against row 0's elements, so that each
+// of its products with row 0 is -0), whose sum is +0.
 Test(kernels, f16_scores_bitwise) {
     static const int64_t lengths[] = {8, 24, 32, 40, 64, 80, 100, 128, 160, 256};
-    static const int inputs[] = {1, 3, 9};
-    enum { ROWS = 40, INPUTS = 9, QSTRIDE = 264 };
+    static const int inputs[] = {1, 3, 7, 18};
+    enum { ROWS = 40, INPUTS = 18, QSTRIDE = 264 };
     const cpu_kernels *sets[CPU_KERNEL_SETS];
     const int n_sets = fast_sets(sets);
     uint64_t rng = 11;
@@ -255,7 +258,10 @@ Test(kernels, f16_scores_bitwise) {
                 ((seam_f16 *)(w + r * row_bytes))[i] = seam_f32_to_f16(ldexpf(test_rng_normal(&rng), (int)(i % 9) - 4));
         seam_f16 q[INPUTS][QSTRIDE];
         for (int j = 0; j < INPUTS; j++)
-            for (int64_t i = 0; i < n; i++) q[j][i] = seam_f32_to_f16(test_rng_normal(&rng));
+            for (int64_t i = 0; i < n; i++) {
+                const float w0 = seam_f16_to_f32(((const seam_f16 *)w)[i]);
+                q[j][i] = seam_f32_to_f16(j != 2 ? test_rng_normal(&rng) : w0 < 0 ? 0.0f : -0.0f);
+            }
         for (int i = 1; i < n_sets; i++)
             for (size_t in = 0; in < sizeof inputs / sizeof inputs[0]; in++)
                 for (int n_rows = 1; n_rows <= ROWS; n_rows += n_rows < 9 ? 1 : n_rows < 17 ? 7 : 8) {

@@ -1,9 +1,11 @@
 // attention_avx512.c — attention's own kernels with AVX-512 (compiled with
 // -mavx512f -mavx512bw -mavx512vl; reached only after a run-time feature
 // check, through cpu_kernels_fill_avx512): the f16 scores of a group of
-// queries against sixteen key rows at a time, and the values of a group of
-// queries from one transposed tile of V rows. Each keeps llama.cpp's
-// non-flash float order bit for bit (references in src/exact.c).
+// queries against sixteen key rows at a time (for a prompt's groups, the
+// rows turned around so that a register holds sixteen rows' lane), and the
+// values of a group of queries from one transposed tile of V rows. Each
+// keeps llama.cpp's non-flash float order bit for bit (references in
+// src/exact.c).
 #include <stddef.h>
 #include <string.h>
 
@@ -21,12 +23,35 @@
 // their sums 0 += 2, 1 += 3, 0 += 1 folded across the lanes together by one
 // transposing tree, and their leftovers' products transposed so that each
 // row's double chain runs in its own lane -- each addition the reference's,
-// in its order. Each block of rows serves up to 8 inputs from L1. Lengths
+// in its order. Each block of rows serves up to 8 inputs from L1 (the
+// few inputs of decode; a prompt's groups take dot_f16_rows_in_lanes,
+// below). Lengths
 // not a multiple of 16 or longer than F16_HOISTED, and the last rows short
 // of 16, go to the AVX2 set's kernel (f16_narrow, set by
 // cpu_kernels_fill_avx512 from the set it builds on).
 #define F16_HOISTED 1024
 static cpu_dot_fn f16_narrow;
+
+// 8 rows of 16 f16 (dimensions d..d+15 of 8 positions) -> 16 columns: out[c]
+// holds dimension d + c of the 8 positions in its low half (c < 8) or d + c
+// - 8 in its high half, the usual 8 x 8 transpose in each 128-bit lane.
+static inline void transpose_8x16_f16(__m256i a[8]) {
+    __m256i b[8], c[8];
+    for (int k = 0; k < 4; k++) {
+        b[2 * k] = _mm256_unpacklo_epi16(a[2 * k], a[2 * k + 1]);
+        b[2 * k + 1] = _mm256_unpackhi_epi16(a[2 * k], a[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; k++) {
+        c[4 * k] = _mm256_unpacklo_epi32(b[4 * k], b[4 * k + 2]);
+        c[4 * k + 1] = _mm256_unpackhi_epi32(b[4 * k], b[4 * k + 2]);
+        c[4 * k + 2] = _mm256_unpacklo_epi32(b[4 * k + 1], b[4 * k + 3]);
+        c[4 * k + 3] = _mm256_unpackhi_epi32(b[4 * k + 1], b[4 * k + 3]);
+    }
+    for (int k = 0; k < 4; k++) {
+        a[2 * k] = _mm256_unpacklo_epi64(c[k], c[4 + k]);
+        a[2 * k + 1] = _mm256_unpackhi_epi64(c[k], c[4 + k]);
+    }
+}
 
 // The 16 lanes of one accumulator folded as exact_reduce16: halves, quarters, pairs.
 static inline float reduce16(__m512 a) {
@@ -114,16 +139,150 @@ static inline __attribute__((always_inline)) void f16_leftovers_16(const seam_f1
     }
 }
 
-static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
-                    size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
-    const int64_t whole = n_rows & ~(int64_t)15;  // rows in blocks of 16
-    if (n % 16 || n > F16_HOISTED || !whole) {
-        f16_narrow(type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);
-        return;
+// ---------------------------------------------------------------------------
+// Many inputs against rows of 64-multiple length up to ROWS_IN_LANES_MAX
+// (attention's scores for a group of queries): the rows turned around
+// instead, sixteen at a time -- wt[e] holds element e of the 16 rows, in
+// f32 -- so that a register is one element of sixteen rows, and each of
+// the reference's 64 lanes (element l of every block of 64, one chain of
+// multiply-adds) is a whole register for the sixteen rows at once. Its
+// fold (0 += 2, 1 += 3, 0 += 1, then halves, quarters, pairs) is then a tree
+// of plain additions between registers, with no shuffle and no conversion
+// left per input: each loaded element serves ROWS_IN_LANES_Q inputs, each
+// broadcast input element sixteen rows. Turning the rows around costs about
+// a pass of shuffles over them, paid once for all the inputs; it pays from
+// ROWS_IN_LANES_MIN inputs on. Measured with bench/attention.c, one core,
+// G multiply-adds/s of scores and values together: Qwen3-0.6B's shape
+// (groups of 16) at 1536-2048 with the values below 20 -> 26 against the
+// rows folded; 2 queries at 4K (Qwen3 decode) 7.3-7.7 against 8.9-9.2, so
+// decode keeps the folded rows; 4 of 256 (Gemma 3 on one thread) 19.2
+// against 16.1-16.6.
+#define ROWS_IN_LANES_MAX 256
+#define ROWS_IN_LANES_MIN 4
+#define ROWS_IN_LANES_Q 4
+
+// 16 rows (step elements apart) of n f16 elements -> wt (n, 16) f32.
+static void rows_turned(const seam_f16 *row, size_t step, int64_t n, float *wt) {
+    for (int64_t d = 0; d < n; d += 16) {
+        __m256i a[8], b[8];
+        for (int r = 0; r < 8; r++) {
+            a[r] = _mm256_loadu_si256((const __m256i *)(row + r * step + d));
+            b[r] = _mm256_loadu_si256((const __m256i *)(row + (r + 8) * step + d));
+        }
+        transpose_8x16_f16(a);
+        transpose_8x16_f16(b);
+        for (int c = 0; c < 8; c++) {  // element d + c of rows 0-7 | 8-15, then d + 8 + c
+            _mm512_storeu_ps(wt + (d + c) * 16, _mm512_cvtph_ps(_mm256_permute2x128_si256(a[c], b[c], 0x20)));
+            _mm512_storeu_ps(wt + (d + 8 + c) * 16, _mm512_cvtph_ps(_mm256_permute2x128_si256(a[c], b[c], 0x31)));
+        }
     }
+}
+
+// Lane l's chain (elements l, l + 64, ..) for nq inputs at once, each
+// started as the reference starts it, from +0.
+static inline __attribute__((always_inline)) void lanes_chain(int nq, const float *wt, const float *const *y,
+                                                              int64_t n, int l, __m512 v[]) {
+    const __m512 w0 = _mm512_loadu_ps(wt + l * 16);
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) v[q] = _mm512_fmadd_ps(w0, _mm512_set1_ps(y[q][l]), _mm512_setzero_ps());
+    for (int64_t i = 64 + l; i < n; i += 64) {
+        const __m512 w = _mm512_loadu_ps(wt + i * 16);
+#pragma GCC unroll 4
+        for (int q = 0; q < nq; q++) v[q] = _mm512_fmadd_ps(w, _mm512_set1_ps(y[q][i]), v[q]);
+    }
+}
+
+// u_k = (lane k + lane 32 + k) + (lane 16 + k + lane 48 + k): the fold of
+// the four accumulators, at lane k of the first.
+static inline __attribute__((always_inline)) void lanes_u(int nq, const float *wt, const float *const *y, int64_t n,
+                                                          int k, __m512 u[]) {
+    __m512 a[ROWS_IN_LANES_Q], b[ROWS_IN_LANES_Q], c[ROWS_IN_LANES_Q], e[ROWS_IN_LANES_Q];
+    lanes_chain(nq, wt, y, n, k, a);
+    lanes_chain(nq, wt, y, n, k + 32, b);
+    lanes_chain(nq, wt, y, n, k + 16, c);
+    lanes_chain(nq, wt, y, n, k + 48, e);
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) u[q] = _mm512_add_ps(_mm512_add_ps(a[q], b[q]), _mm512_add_ps(c[q], e[q]));
+}
+
+// t6_i = (u_i + u_8+i) + (u_4+i + u_12+i): exact_reduce16's halves, then quarters.
+static inline __attribute__((always_inline)) void lanes_t6(int nq, const float *wt, const float *const *y, int64_t n,
+                                                           int i, __m512 t6[]) {
+    __m512 t3[2][ROWS_IN_LANES_Q];
+    for (int h = 0; h < 2; h++) {
+        __m512 lo[ROWS_IN_LANES_Q], hi[ROWS_IN_LANES_Q];
+        lanes_u(nq, wt, y, n, i + 4 * h, lo);
+        lanes_u(nq, wt, y, n, i + 4 * h + 8, hi);
+#pragma GCC unroll 4
+        for (int q = 0; q < nq; q++) t3[h][q] = _mm512_add_ps(hi[q], lo[q]);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) t6[q] = _mm512_add_ps(t3[1][q], t3[0][q]);
+}
+
+// The sums of 16 turned rows (wt) against nq inputs (y[q], f32), in
+// exact_dot_f16's order: (t6_0 + t6_2) + (t6_1 + t6_3); out[q] row r in lane r.
+static inline __attribute__((always_inline)) void lanes_dots(int nq, const float *wt, const float *const *y, int64_t n,
+                                                             __m512 out[]) {
+    __m512 t0[ROWS_IN_LANES_Q], t1[ROWS_IN_LANES_Q], t2[ROWS_IN_LANES_Q], t3[ROWS_IN_LANES_Q];
+    lanes_t6(nq, wt, y, n, 0, t0);
+    lanes_t6(nq, wt, y, n, 2, t2);
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) t0[q] = _mm512_add_ps(t0[q], t2[q]);
+    lanes_t6(nq, wt, y, n, 1, t1);
+    lanes_t6(nq, wt, y, n, 3, t3);
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) out[q] = _mm512_add_ps(t0[q], _mm512_add_ps(t1[q], t3[q]));
+}
+
+// dot_f16 with the rows in lanes: n a multiple of 64 up to
+// ROWS_IN_LANES_MAX, the first `whole` rows (a multiple of 16).
+static void dot_f16_rows_in_lanes(const uint8_t *base, size_t row_bytes, int64_t whole, const void *act,
+                                  size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
+    enum { INPUTS = 16 };  // inputs converted at once
+    float y[INPUTS][ROWS_IN_LANES_MAX], wt[ROWS_IN_LANES_MAX * 16];
+    const size_t used = (size_t)n * sizeof(seam_f16), step = row_bytes / sizeof(seam_f16);
+    for (int j0 = 0; j0 < n_act; j0 += INPUTS) {
+        const int nj = n_act - j0 < INPUTS ? n_act - j0 : INPUTS;
+        for (int j = 0; j < nj; j++) {
+            const seam_f16 *a = (const seam_f16 *)((const uint8_t *)act + (size_t)(j0 + j) * act_stride);
+            for (int64_t i = 0; i < n; i += 16)
+                _mm512_storeu_ps(y[j] + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i))));
+        }
+        prefetch_start(base, whole, row_bytes, used);
+        for (int64_t r0 = 0; r0 < whole; r0 += 16) {
+            for (int r = 0; r < 16; r++) prefetch_row(base, r0 + r, whole, row_bytes, used);
+            rows_turned((const seam_f16 *)(base + (size_t)r0 * row_bytes), step, n, wt);
+            for (int q0 = 0; q0 < nj; q0 += ROWS_IN_LANES_Q) {
+                const int nq = nj - q0 < ROWS_IN_LANES_Q ? nj - q0 : ROWS_IN_LANES_Q;
+                const float *yq[ROWS_IN_LANES_Q];
+                for (int q = 0; q < nq; q++) yq[q] = y[q0 + q];
+                __m512 s[ROWS_IN_LANES_Q];
+                // constant lengths and counts, so that every chain unrolls
+#define DOTS(N)                                          \
+    switch (nq) {                                        \
+        case 4: lanes_dots(4, wt, yq, N, s); break;      \
+        case 3: lanes_dots(3, wt, yq, N, s); break;      \
+        case 2: lanes_dots(2, wt, yq, N, s); break;      \
+        default: lanes_dots(1, wt, yq, N, s); break;     \
+    }
+                if (n == 64) DOTS(64)
+                else if (n == 128) DOTS(128)
+                else if (n == 192) DOTS(192)
+                else DOTS(256)
+#undef DOTS
+                for (int q = 0; q < nq; q++) _mm512_storeu_ps(out + (int64_t)(j0 + q0 + q) * ldo + r0, s[q]);
+            }
+        }
+    }
+}
+
+// dot_f16 with each row's own accumulators, sixteen rows folded together:
+// the first `whole` rows (a multiple of 16), n a multiple of 16 up to F16_HOISTED.
+static void dot_f16_rows_folded(const uint8_t *base, size_t row_bytes, int64_t whole, const void *act,
+                                size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
     enum { INPUTS = 8 };  // inputs converted at once
     float y[INPUTS][F16_HOISTED];
-    const uint8_t *base = w;
     const size_t used = (size_t)n * sizeof(seam_f16), step = row_bytes / sizeof(seam_f16);
     for (int j0 = 0; j0 < n_act; j0 += INPUTS) {
         const int nj = n_act - j0 < INPUTS ? n_act - j0 : INPUTS;
@@ -155,6 +314,20 @@ static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_ro
             }
         }
     }
+}
+
+static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
+                    size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
+    const int64_t whole = n_rows & ~(int64_t)15;  // rows in blocks of 16
+    if (n % 16 || n > F16_HOISTED || !whole) {
+        f16_narrow(type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);
+        return;
+    }
+    const uint8_t *base = w;
+    if (n % 64 == 0 && n <= ROWS_IN_LANES_MAX && n_act >= ROWS_IN_LANES_MIN)
+        dot_f16_rows_in_lanes(base, row_bytes, whole, act, act_stride, n_act, n, out, ldo);
+    else
+        dot_f16_rows_folded(base, row_bytes, whole, act, act_stride, n_act, n, out, ldo);
     if (whole < n_rows)
         f16_narrow(type, base + (size_t)whole * row_bytes, row_bytes, n_rows - whole, act, act_stride, n_act, n,
                    out + whole, ldo);
@@ -169,33 +342,14 @@ static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_ro
 // converts every row itself. Here the run's rows are turned around once for
 // the group -- tile[d][k] is dimension d of position base + k, f16 -- so that
 // 16 positions of one dimension are one register, exactly one accumulator's
-// 16 lanes: each loaded block of values serves the group's queries (three
-// at a time, two dimensions at a time), their four accumulators stay in
-// registers over the whole run, and the 4 x 16 reduction runs in registers
-// at the query's last position. A position outside a query's part is
-// masked out of its fused multiply-adds, as the reference never adds it.
+// 16 lanes: each loaded block of values serves VQ queries, each loaded
+// weight VD dimensions, one of the four accumulators at a time over the
+// run (values_tile_queries), and the 4 x 16 reduction runs at the query's
+// last position. A position outside a query's part is masked out of its
+// fused multiply-adds, as the reference never adds it.
 #define VT_W (CPU_VALUES_RUN + 64)  // a tile row: the run from c0 rounded down to 64
-
-// 8 rows of 16 f16 (dimensions d..d+15 of 8 positions) -> 16 columns: out[c]
-// holds dimension d + c of the 8 positions in its low half (c < 8) or d + c
-// - 8 in its high half, the usual 8 x 8 transpose in each 128-bit lane.
-static inline void transpose_8x16_f16(__m256i a[8]) {
-    __m256i b[8], c[8];
-    for (int k = 0; k < 4; k++) {
-        b[2 * k] = _mm256_unpacklo_epi16(a[2 * k], a[2 * k + 1]);
-        b[2 * k + 1] = _mm256_unpackhi_epi16(a[2 * k], a[2 * k + 1]);
-    }
-    for (int k = 0; k < 2; k++) {
-        c[4 * k] = _mm256_unpacklo_epi32(b[4 * k], b[4 * k + 2]);
-        c[4 * k + 1] = _mm256_unpackhi_epi32(b[4 * k], b[4 * k + 2]);
-        c[4 * k + 2] = _mm256_unpacklo_epi32(b[4 * k + 1], b[4 * k + 3]);
-        c[4 * k + 3] = _mm256_unpackhi_epi32(b[4 * k + 1], b[4 * k + 3]);
-    }
-    for (int k = 0; k < 4; k++) {
-        a[2 * k] = _mm256_unpacklo_epi64(c[k], c[4 + k]);
-        a[2 * k + 1] = _mm256_unpackhi_epi64(c[k], c[4 + k]);
-    }
-}
+#define VQ 4                        // queries a tile pass takes
+#define VD 4                        // dimensions a tile pass takes
 
 // Rows [c0, c1) (position t's at v + (t % ring) * stride) into the tile from
 // base = c0 rounded down to 64, and around them, to the end of the last 64,
@@ -225,51 +379,53 @@ static void values_tile(seam_f16 *tile, const seam_f16 *zero, const seam_f16 *v,
     }
 }
 
-// nq queries x nd dimensions from d: their accumulators in registers over
-// the run's 64-position groups (masks[q][g]: the positions of group g in
-// query q's part; all ones inside it, where the masked multiply-add is a
-// plain one).
+// nq queries x nd dimensions from d, one accumulator (j, of the four
+// each has) at a time: the four are independent lanes, so taking them one
+// after the other keeps each lane's sum in order of position while a
+// register holds a (query, dimension) pair's only live accumulator -- nq x
+// nd of them, each loaded value serving nq or nd multiply-adds, where all
+// four at once left room for six pairs (masks[q][j][g]: query q's
+// positions among the 16 of group g's accumulator j; all ones inside its
+// part, where the masked multiply-add is a plain one).
 static inline __attribute__((always_inline)) void values_tile_queries(int nq, int nd, const cpu_values_query *const *qs,
-                                                                      const float *const *p, const bool *fresh,
-                                                                      const bool *last, const uint64_t masks[][VT_W / 64],
+                                                                      const float *p, const bool *fresh,
+                                                                      const bool *last,
+                                                                      const uint16_t masks[][4][VT_W / 64],
                                                                       int n_groups, const seam_f16 *tile, int d) {
-    __m512 acc[3][2][4];
-#pragma GCC unroll 24
-    for (int q = 0; q < nq; q++)
-        for (int e = 0; e < nd; e++)
-            for (int j = 0; j < 4; j++)
-                acc[q][e][j] = fresh[q] ? _mm512_setzero_ps() : _mm512_loadu_ps(qs[q]->acc + ((size_t)(d + e) * 4 + j) * 16);
-    for (int g = 0; g < n_groups; g++) {
-        uint64_t m[3];
-#pragma GCC unroll 3
-        for (int q = 0; q < nq; q++) m[q] = masks[q][g];
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
+    for (int j = 0; j < 4; j++) {
+        __m512 acc[VQ][VD];
+#pragma GCC unroll 32
+        for (int q = 0; q < nq; q++)
+            for (int e = 0; e < nd; e++)
+                acc[q][e] = fresh[q] ? _mm512_setzero_ps() : _mm512_loadu_ps(qs[q]->acc + ((size_t)(d + e) * 4 + j) * 16);
+        for (int g = 0; g < n_groups; g++) {
             const int k = 64 * g + 16 * j;
-            __m512 x[2];
-#pragma GCC unroll 2
+            __m512 x[VD];
+#pragma GCC unroll 8
             for (int e = 0; e < nd; e++)
                 x[e] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + (size_t)(d + e) * VT_W + k)));
-#pragma GCC unroll 3
+#pragma GCC unroll 4
             for (int q = 0; q < nq; q++) {
-                const __m512 w = _mm512_loadu_ps(p[q] + k);
-                const __mmask16 mj = (__mmask16)(m[q] >> (16 * j));
-#pragma GCC unroll 2
-                for (int e = 0; e < nd; e++) acc[q][e][j] = _mm512_mask3_fmadd_ps(x[e], w, acc[q][e][j], mj);
+                const __m512 w = _mm512_loadu_ps(p + (size_t)q * VT_W + k);
+                const __mmask16 mj = masks[q][j][g];
+#pragma GCC unroll 8
+                for (int e = 0; e < nd; e++) acc[q][e] = _mm512_mask3_fmadd_ps(x[e], w, acc[q][e], mj);
             }
+        }
+#pragma GCC unroll 32
+        for (int q = 0; q < nq; q++)
+            for (int e = 0; e < nd; e++) _mm512_storeu_ps(qs[q]->acc + ((size_t)(d + e) * 4 + j) * 16, acc[q][e]);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) {
+        if (!last[q]) continue;
+#pragma GCC unroll 8
+        for (int e = 0; e < nd; e++) {  // 0 += 2, 1 += 3, 0 += 1, then across the lanes
+            const float *a = qs[q]->acc + (size_t)(d + e) * 64;
+            const __m512 a02 = _mm512_add_ps(_mm512_loadu_ps(a), _mm512_loadu_ps(a + 32));
+            qs[q]->out[d + e] = reduce16(_mm512_add_ps(a02, _mm512_add_ps(_mm512_loadu_ps(a + 16), _mm512_loadu_ps(a + 48))));
         }
     }
-#pragma GCC unroll 3
-    for (int q = 0; q < nq; q++)
-#pragma GCC unroll 2
-        for (int e = 0; e < nd; e++) {
-            if (last[q]) {  // 0 += 2, 1 += 3, 0 += 1, then across the lanes
-                const __m512 a02 = _mm512_add_ps(acc[q][e][0], acc[q][e][2]);
-                qs[q]->out[d + e] = reduce16(_mm512_add_ps(a02, _mm512_add_ps(acc[q][e][1], acc[q][e][3])));
-            } else {
-                for (int j = 0; j < 4; j++) _mm512_storeu_ps(qs[q]->acc + ((size_t)(d + e) * 4 + j) * 16, acc[q][e][j]);
-            }
-        }
 }
 
 static void values_group(const cpu_values_query *qs, int n, const seam_f16 *v, int c0, int c1, int head_dim,
@@ -281,9 +437,8 @@ static void values_group(const cpu_values_query *qs, int n, const seam_f16 *v, i
     values_tile(vt, zero, v, c0, c1, head_dim, stride, ring);
     // the queries the run meets: their weights rounded to f16 (zero outside their part) and masks
     const cpu_values_query *act[CPU_VALUES_GROUP];
-    const float *p[CPU_VALUES_GROUP];
     bool fresh[CPU_VALUES_GROUP], last[CPU_VALUES_GROUP];
-    uint64_t masks[CPU_VALUES_GROUP][VT_W / 64];
+    uint16_t masks[CPU_VALUES_GROUP][4][VT_W / 64];
     int na = 0;
     for (int i = 0; i < n; i++) {
         const int a = c0 > qs[i].t0 ? c0 : qs[i].t0, b = c1 < qs[i].t1 ? c1 : qs[i].t1;
@@ -292,29 +447,31 @@ static void values_group(const cpu_values_query *qs, int n, const seam_f16 *v, i
         for (int g = 0; g < n_groups; g++) {
             const int lo = a - base - 64 * g, hi = b - base - 64 * g;  // the part, within group g
             const int l = lo < 0 ? 0 : lo > 64 ? 64 : lo, h = hi < 0 ? 0 : hi > 64 ? 64 : hi;
-            masks[na][g] = l >= h ? 0 : (h == 64 ? ~0ull : (1ull << h) - 1) & ~((1ull << l) - 1);
+            const uint64_t m64 = l >= h ? 0 : (h == 64 ? ~0ull : (1ull << h) - 1) & ~((1ull << l) - 1);
             for (int j = 0; j < 4; j++) {
-                const __mmask16 m = (__mmask16)(masks[na][g] >> (16 * j));
+                const __mmask16 m = masks[na][j][g] = (uint16_t)(m64 >> (16 * j));
                 const __m512 x = _mm512_maskz_loadu_ps(m, qs[i].w + base + 64 * g + 16 * j);
                 _mm512_storeu_ps(pa + 64 * g + 16 * j,
                                  _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
             }
         }
-        act[na] = &qs[i], p[na] = pa, fresh[na] = a == qs[i].t0, last[na] = b == qs[i].t1;
+        act[na] = &qs[i], fresh[na] = a == qs[i].t0, last[na] = b == qs[i].t1;
         na++;
     }
-    // the queries three at a time, the dimensions two at a time
-    for (int q0 = 0; q0 < na; q0 += 3) {
-        const int nq = na - q0 < 3 ? na - q0 : 3;
+    // the queries VQ at a time, the dimensions VD at a time
+    for (int q0 = 0; q0 < na; q0 += VQ) {
+        const int nq = na - q0 < VQ ? na - q0 : VQ;
         int d = 0;
-#define TILE(NQ, ND) values_tile_queries(NQ, ND, act + q0, p + q0, fresh + q0, last + q0, masks + q0, n_groups, vt, d)
-        for (; d + 2 <= head_dim; d += 2) {
-            if (nq == 3) TILE(3, 2);
-            else if (nq == 2) TILE(2, 2);
-            else TILE(1, 2);
+#define TILE(NQ, ND) values_tile_queries(NQ, ND, act + q0, weights + (size_t)q0 * VT_W, fresh + q0, last + q0, masks + q0, n_groups, vt, d)
+        for (; d + VD <= head_dim; d += VD) {
+            if (nq == 4) TILE(4, VD);
+            else if (nq == 3) TILE(3, VD);
+            else if (nq == 2) TILE(2, VD);
+            else TILE(1, VD);
         }
         for (; d < head_dim; d++) {
-            if (nq == 3) TILE(3, 1);
+            if (nq == 4) TILE(4, 1);
+            else if (nq == 3) TILE(3, 1);
             else if (nq == 2) TILE(2, 1);
             else TILE(1, 1);
         }
