@@ -350,6 +350,7 @@ static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_ro
 #define VT_W (CPU_VALUES_RUN + 64)  // a tile row: the run from c0 rounded down to 64
 #define VQ 4                        // queries a tile pass takes
 #define VD 4                        // dimensions a tile pass takes
+#define VALUES_SHORT 2              // groups of 64 positions a short run has at most
 
 // Rows [c0, c1) (position t's at v + (t % ring) * stride) into the tile from
 // base = c0 rounded down to 64, and around them, to the end of the last 64,
@@ -379,54 +380,83 @@ static void values_tile(seam_f16 *tile, const seam_f16 *zero, const seam_f16 *v,
     }
 }
 
-// nq queries x nd dimensions from d, one accumulator (j, of the four
-// each has) at a time: the four are independent lanes, so taking them one
+// nq queries x nd dimensions from d, nj of their four accumulators at a
+// time (nj 1 or 4). The four are independent lanes, so taking them one
 // after the other keeps each lane's sum in order of position while a
-// register holds a (query, dimension) pair's only live accumulator -- nq x
-// nd of them, each loaded value serving nq or nd multiply-adds, where all
-// four at once left room for six pairs (masks[q][j][g]: query q's
-// positions among the 16 of group g's accumulator j; all ones inside its
-// part, where the masked multiply-add is a plain one).
-static inline __attribute__((always_inline)) void values_tile_queries(int nq, int nd, const cpu_values_query *const *qs,
+// register holds a (query, dimension) pair's only live accumulator -- 16
+// pairs, each loaded value serving 4 multiply-adds -- but then every pair's
+// four pass through memory once a run, which short runs (a prompt's first
+// positions) cannot pay for: they keep all four in registers, 6 pairs, and
+// reduce them there (masks[q][j][g]: query q's positions among the 16 of
+// group g's accumulator j; all ones inside its part, where the masked
+// multiply-add is a plain one).
+static inline __attribute__((always_inline)) void values_tile_queries(int nq, int nd, int nj,
+                                                                      const cpu_values_query *const *qs,
                                                                       const float *p, const bool *fresh,
                                                                       const bool *last,
                                                                       const uint16_t masks[][4][VT_W / 64],
                                                                       int n_groups, const seam_f16 *tile, int d) {
-    for (int j = 0; j < 4; j++) {
-        __m512 acc[VQ][VD];
-#pragma GCC unroll 32
+    for (int j0 = 0; j0 < 4; j0 += nj) {
+        __m512 acc[VQ][VD][4];
+#pragma GCC unroll 64
         for (int q = 0; q < nq; q++)
             for (int e = 0; e < nd; e++)
-                acc[q][e] = fresh[q] ? _mm512_setzero_ps() : _mm512_loadu_ps(qs[q]->acc + ((size_t)(d + e) * 4 + j) * 16);
-        for (int g = 0; g < n_groups; g++) {
-            const int k = 64 * g + 16 * j;
-            __m512 x[VD];
-#pragma GCC unroll 8
-            for (int e = 0; e < nd; e++)
-                x[e] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + (size_t)(d + e) * VT_W + k)));
+                for (int j = 0; j < nj; j++)
+                    acc[q][e][j] = fresh[q] ? _mm512_setzero_ps()
+                                            : _mm512_loadu_ps(qs[q]->acc + ((size_t)(d + e) * 4 + j0 + j) * 16);
+        for (int g = 0; g < n_groups; g++)
 #pragma GCC unroll 4
-            for (int q = 0; q < nq; q++) {
-                const __m512 w = _mm512_loadu_ps(p + (size_t)q * VT_W + k);
-                const __mmask16 mj = masks[q][j][g];
+            for (int j = 0; j < nj; j++) {
+                const int k = 64 * g + 16 * (j0 + j);
+                __m512 x[VD];
 #pragma GCC unroll 8
-                for (int e = 0; e < nd; e++) acc[q][e] = _mm512_mask3_fmadd_ps(x[e], w, acc[q][e], mj);
+                for (int e = 0; e < nd; e++)
+                    x[e] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + (size_t)(d + e) * VT_W + k)));
+#pragma GCC unroll 4
+                for (int q = 0; q < nq; q++) {
+                    const __m512 w = _mm512_loadu_ps(p + (size_t)q * VT_W + k);
+                    const __mmask16 m = masks[q][j0 + j][g];
+#pragma GCC unroll 8
+                    for (int e = 0; e < nd; e++) acc[q][e][j] = _mm512_mask3_fmadd_ps(x[e], w, acc[q][e][j], m);
+                }
             }
-        }
-#pragma GCC unroll 32
+#pragma GCC unroll 64
         for (int q = 0; q < nq; q++)
-            for (int e = 0; e < nd; e++) _mm512_storeu_ps(qs[q]->acc + ((size_t)(d + e) * 4 + j) * 16, acc[q][e]);
+            for (int e = 0; e < nd; e++) {
+                if (nj == 4 && last[q]) {  // 0 += 2, 1 += 3, 0 += 1, then across the lanes
+                    const __m512 a02 = _mm512_add_ps(acc[q][e][0], acc[q][e][2]);
+                    qs[q]->out[d + e] = reduce16(_mm512_add_ps(a02, _mm512_add_ps(acc[q][e][1], acc[q][e][3])));
+                } else {
+                    for (int j = 0; j < nj; j++)
+                        _mm512_storeu_ps(qs[q]->acc + ((size_t)(d + e) * 4 + j0 + j) * 16, acc[q][e][j]);
+                }
+            }
     }
+    if (nj == 4) return;
 #pragma GCC unroll 4
     for (int q = 0; q < nq; q++) {
         if (!last[q]) continue;
 #pragma GCC unroll 8
-        for (int e = 0; e < nd; e++) {  // 0 += 2, 1 += 3, 0 += 1, then across the lanes
+        for (int e = 0; e < nd; e++) {
             const float *a = qs[q]->acc + (size_t)(d + e) * 64;
             const __m512 a02 = _mm512_add_ps(_mm512_loadu_ps(a), _mm512_loadu_ps(a + 32));
             qs[q]->out[d + e] = reduce16(_mm512_add_ps(a02, _mm512_add_ps(_mm512_loadu_ps(a + 16), _mm512_loadu_ps(a + 48))));
         }
     }
 }
+
+// The queries q0.. (nq of them) over every dimension, NQ x ND pairs at a time
+// with NJ accumulators each.
+#define VALUES_PASS(NQ, ND, NJ)                                                                                      \
+    do {                                                                                                           \
+        int d = 0;                                                                                                 \
+        for (; d + (ND) <= head_dim; d += (ND))                                                                    \
+            values_tile_queries(NQ, ND, NJ, act + q0, weights + (size_t)q0 * VT_W, fresh + q0, last + q0,          \
+                                masks + q0, n_groups, vt, d);                                                      \
+        for (; d < head_dim; d++)                                                                                  \
+            values_tile_queries(NQ, 1, NJ, act + q0, weights + (size_t)q0 * VT_W, fresh + q0, last + q0, masks + q0, \
+                                n_groups, vt, d);                                                                  \
+    } while (0)
 
 static void values_group(const cpu_values_query *qs, int n, const seam_f16 *v, int c0, int c1, int head_dim,
                          int64_t stride, int ring, float *tile) {
@@ -458,24 +488,21 @@ static void values_group(const cpu_values_query *qs, int n, const seam_f16 *v, i
         act[na] = &qs[i], fresh[na] = a == qs[i].t0, last[na] = b == qs[i].t1;
         na++;
     }
-    // the queries VQ at a time, the dimensions VD at a time
-    for (int q0 = 0; q0 < na; q0 += VQ) {
-        const int nq = na - q0 < VQ ? na - q0 : VQ;
-        int d = 0;
-#define TILE(NQ, ND) values_tile_queries(NQ, ND, act + q0, weights + (size_t)q0 * VT_W, fresh + q0, last + q0, masks + q0, n_groups, vt, d)
-        for (; d + VD <= head_dim; d += VD) {
-            if (nq == 4) TILE(4, VD);
-            else if (nq == 3) TILE(3, VD);
-            else if (nq == 2) TILE(2, VD);
-            else TILE(1, VD);
+    // runs of VALUES_SHORT groups or fewer: 3 queries x 2 dimensions with all
+    // four accumulators; longer: 4 x 4, one accumulator at a time
+    const bool whole = n_groups <= VALUES_SHORT;
+    for (int q0 = 0; q0 < na; q0 += whole ? 3 : VQ) {
+        const int nq = na - q0 < (whole ? 3 : VQ) ? na - q0 : whole ? 3 : VQ;
+        if (whole) {
+            if (nq == 3) VALUES_PASS(3, 2, 4);
+            else if (nq == 2) VALUES_PASS(2, 2, 4);
+            else VALUES_PASS(1, 2, 4);
+        } else {
+            if (nq == 4) VALUES_PASS(4, VD, 1);
+            else if (nq == 3) VALUES_PASS(3, VD, 1);
+            else if (nq == 2) VALUES_PASS(2, VD, 1);
+            else VALUES_PASS(1, VD, 1);
         }
-        for (; d < head_dim; d++) {
-            if (nq == 4) TILE(4, 1);
-            else if (nq == 3) TILE(3, 1);
-            else if (nq == 2) TILE(2, 1);
-            else TILE(1, 1);
-        }
-#undef TILE
     }
 }
 
