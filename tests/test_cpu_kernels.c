@@ -329,11 +329,13 @@ Test(kernels, attn_values_bitwise) {
 
 // The value sums of a group of queries at once (values_group, where a set
 // has it), in runs of CPU_VALUES_RUN from the group's first position as
-// cpu_attention takes them: queries of 1..8 per group with ranges that start
-// and end anywhere (mid-run, mid-block, alike or apart, some meeting no
-// position of a run), head sizes with a tail past the last 16, rows whole and
-// in a ring that wraps, two of them infinite: each query's sums bitwise the
-// scalar set's alone.
+// cpu_attention takes them: queries of 1..CPU_VALUES_GROUP per group with
+// ranges that start and end anywhere (mid-run, mid-block, alike or apart,
+// some meeting no position of a run; runs short enough for the AVX-512
+// kernel to keep all four accumulators of a pair, and long ones where it
+// takes one at a time), head sizes with a tail past the last 16, rows whole
+// and in a ring that wraps, two of them infinite: each query's sums bitwise
+// the scalar set's alone.
 Test(kernels, attn_values_group_bitwise) {
     static const int head_dims[] = {32, 72, 128, 256};
     static const int ranges[][2] = {{0, 1},     {3, 40},   {0, 64},    {5, 200},   {130, 333}, {0, 2100},
