@@ -396,6 +396,10 @@ static inline __attribute__((always_inline)) void values_tile_queries(int nq, in
                                                                       const bool *last,
                                                                       const uint16_t masks[][4][VT_W / 64],
                                                                       int n_groups, const seam_f16 *tile, int d) {
+    float *accs[VQ];  // the pairs' accumulators, (dimension, 4, 16) from d, and outputs
+    float *outs[VQ];
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) accs[q] = qs[q]->acc + (size_t)d * 64, outs[q] = qs[q]->out + d;
     for (int j0 = 0; j0 < 4; j0 += nj) {
         __m512 acc[VQ][VD][4];
 #pragma GCC unroll 64
@@ -403,7 +407,7 @@ static inline __attribute__((always_inline)) void values_tile_queries(int nq, in
             for (int e = 0; e < nd; e++)
                 for (int j = 0; j < nj; j++)
                     acc[q][e][j] = fresh[q] ? _mm512_setzero_ps()
-                                            : _mm512_loadu_ps(qs[q]->acc + ((size_t)(d + e) * 4 + j0 + j) * 16);
+                                            : _mm512_loadu_ps(accs[q] + (e * 4 + j0 + j) * 16);
         for (int g = 0; g < n_groups; g++)
 #pragma GCC unroll 4
             for (int j = 0; j < nj; j++) {
@@ -425,10 +429,10 @@ static inline __attribute__((always_inline)) void values_tile_queries(int nq, in
             for (int e = 0; e < nd; e++) {
                 if (nj == 4 && last[q]) {  // 0 += 2, 1 += 3, 0 += 1, then across the lanes
                     const __m512 a02 = _mm512_add_ps(acc[q][e][0], acc[q][e][2]);
-                    qs[q]->out[d + e] = reduce16(_mm512_add_ps(a02, _mm512_add_ps(acc[q][e][1], acc[q][e][3])));
+                    outs[q][e] = reduce16(_mm512_add_ps(a02, _mm512_add_ps(acc[q][e][1], acc[q][e][3])));
                 } else {
                     for (int j = 0; j < nj; j++)
-                        _mm512_storeu_ps(qs[q]->acc + ((size_t)(d + e) * 4 + j0 + j) * 16, acc[q][e][j]);
+                        _mm512_storeu_ps(accs[q] + (e * 4 + j0 + j) * 16, acc[q][e][j]);
                 }
             }
     }
@@ -438,9 +442,9 @@ static inline __attribute__((always_inline)) void values_tile_queries(int nq, in
         if (!last[q]) continue;
 #pragma GCC unroll 8
         for (int e = 0; e < nd; e++) {
-            const float *a = qs[q]->acc + (size_t)(d + e) * 64;
+            const float *a = accs[q] + e * 64;
             const __m512 a02 = _mm512_add_ps(_mm512_loadu_ps(a), _mm512_loadu_ps(a + 32));
-            qs[q]->out[d + e] = reduce16(_mm512_add_ps(a02, _mm512_add_ps(_mm512_loadu_ps(a + 16), _mm512_loadu_ps(a + 48))));
+            outs[q][e] = reduce16(_mm512_add_ps(a02, _mm512_add_ps(_mm512_loadu_ps(a + 16), _mm512_loadu_ps(a + 48))));
         }
     }
 }
