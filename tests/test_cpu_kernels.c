@@ -243,7 +243,7 @@ Test(kernels, float_types_bitwise) {
 // a zero (query 2 is zeros signed against row 0's elements, so that each
 // of its products with row 0 is -0), whose sum is +0.
 Test(kernels, f16_scores_bitwise) {
-    static const int64_t lengths[] = {8, 24, 32, 40, 64, 80, 100, 128, 160, 256};
+    static const int64_t lengths[] = {8, 24, 32, 40, 64, 80, 100, 128, 160, 192, 256};
     static const int inputs[] = {1, 3, 7, 18};
     enum { ROWS = 40, INPUTS = 18, QSTRIDE = 264 };
     const cpu_kernels *sets[CPU_KERNEL_SETS];
