@@ -87,7 +87,7 @@ typedef void (*cpu_attn_values_end_fn)(float *out, float *acc, int head_dim);
 // out (head_dim) gets the sums. tile: cpu_values_tile_floats(head_dim)
 // floats of scratch, where a kernel keeps the run's rows turned around so
 // that every query takes each loaded value.
-#define CPU_VALUES_GROUP 16
+#define CPU_VALUES_GROUP 32
 #define CPU_VALUES_RUN 512
 static inline size_t cpu_values_tile_floats(int head_dim) {
     // the run's values transposed, f16 (head_dim, CPU_VALUES_RUN + 64), a

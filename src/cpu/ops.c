@@ -358,7 +358,10 @@ void cpu_kv_store(uint32_t type, void *row, const float *x, int64_t n) {
 // order (the scores are independent dots, the sums over positions run in
 // order of position), so a group gives each query bitwise what it gives
 // alone.
-#define ATT_GROUP 16  // queries a group takes at most (CPU_VALUES_GROUP at most)
+// 32 queries a group: each group turns its runs of K and V around for its
+// scores' and values' kernels, so twice the queries halves that work
+// (Qwen3-0.6B shape, pp2048, bench/ab.py: 1.09x of groups of 16; pp512 alike).
+#define ATT_GROUP 32  // queries a group takes at most (CPU_VALUES_GROUP at most)
 #define ATT_RUN 256   // positions a run of rows covers: 64 KiB of a 128-wide f16 head's keys
 // Positions a run of V rows covers, query by query (values_run): 256 KiB of
 // a 128-wide f16 head's values, still in L2 for every query of the group.
