@@ -139,6 +139,17 @@ static inline __attribute__((always_inline)) void f16_leftovers_16(const seam_f1
     }
 }
 
+// nj f16 inputs (act_stride bytes apart) of n elements, a multiple of 16,
+// to f32 rows of y, y_len floats apart: the f16 dots' inputs, converted
+// once for every row they meet.
+static void f16_inputs(const uint8_t *act, size_t act_stride, int nj, int64_t n, float *y, size_t y_len) {
+    for (int j = 0; j < nj; j++) {
+        const seam_f16 *a = (const seam_f16 *)(act + (size_t)j * act_stride);
+        for (int64_t i = 0; i < n; i += 16)
+            _mm512_storeu_ps(y + j * y_len + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i))));
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Many inputs against rows of 64-multiple length up to ROWS_IN_LANES_MAX
 // (attention's scores for a group of queries): the rows turned around
@@ -239,16 +250,14 @@ static inline __attribute__((always_inline)) void lanes_dots(int nq, const float
 // ROWS_IN_LANES_MAX, the first `whole` rows (a multiple of 16).
 static void dot_f16_rows_in_lanes(const uint8_t *base, size_t row_bytes, int64_t whole, const void *act,
                                   size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
-    enum { INPUTS = 16 };  // inputs converted at once
+    // inputs converted at once: a whole attention group (ATT_GROUP, ops.c),
+    // so that its rows are turned around once
+    enum { INPUTS = CPU_VALUES_GROUP };
     float y[INPUTS][ROWS_IN_LANES_MAX], wt[ROWS_IN_LANES_MAX * 16];
     const size_t used = (size_t)n * sizeof(seam_f16), step = row_bytes / sizeof(seam_f16);
     for (int j0 = 0; j0 < n_act; j0 += INPUTS) {
         const int nj = n_act - j0 < INPUTS ? n_act - j0 : INPUTS;
-        for (int j = 0; j < nj; j++) {
-            const seam_f16 *a = (const seam_f16 *)((const uint8_t *)act + (size_t)(j0 + j) * act_stride);
-            for (int64_t i = 0; i < n; i += 16)
-                _mm512_storeu_ps(y[j] + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i))));
-        }
+        f16_inputs((const uint8_t *)act + (size_t)j0 * act_stride, act_stride, nj, n, y[0], sizeof y[0] / sizeof y[0][0]);
         prefetch_start(base, whole, row_bytes, used);
         for (int64_t r0 = 0; r0 < whole; r0 += 16) {
             for (int r = 0; r < 16; r++) prefetch_row(base, r0 + r, whole, row_bytes, used);
@@ -286,11 +295,7 @@ static void dot_f16_rows_folded(const uint8_t *base, size_t row_bytes, int64_t w
     const size_t used = (size_t)n * sizeof(seam_f16), step = row_bytes / sizeof(seam_f16);
     for (int j0 = 0; j0 < n_act; j0 += INPUTS) {
         const int nj = n_act - j0 < INPUTS ? n_act - j0 : INPUTS;
-        for (int j = 0; j < nj; j++) {
-            const seam_f16 *a = (const seam_f16 *)((const uint8_t *)act + (size_t)(j0 + j) * act_stride);
-            for (int64_t i = 0; i < n; i += 16)
-                _mm512_storeu_ps(y[j] + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i))));
-        }
+        f16_inputs((const uint8_t *)act + (size_t)j0 * act_stride, act_stride, nj, n, y[0], sizeof y[0] / sizeof y[0][0]);
         prefetch_start(base, whole, row_bytes, used);
         for (int64_t r0 = 0; r0 < whole; r0 += 16) {
             for (int r = 0; r < 16; r++) prefetch_row(base, r0 + r, whole, row_bytes, used);
