@@ -2,10 +2,11 @@
 // -mavx512f -mavx512bw -mavx512vl; reached only after a run-time feature
 // check, through cpu_kernels_fill_avx512): the f16 scores of a group of
 // queries against sixteen key rows at a time (for a prompt's groups, the
-// rows turned around so that a register holds sixteen rows' lane), and the
-// values of a group of queries from one transposed tile of V rows. Each
-// keeps llama.cpp's non-flash float order bit for bit (references in
-// src/exact.c).
+// rows turned around so that a register holds sixteen rows' lane), the
+// softmax of their scores, and the values of a group of queries from one
+// transposed tile of V rows. Each keeps llama.cpp's non-flash float order
+// bit for bit (references in src/numeric/exact.c).
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -515,7 +516,58 @@ static void values_group(const cpu_values_query *qs, int n, const seam_f16 *v, i
     }
 }
 
+// ---------------------------------------------------------------------------
+// The softmax of a query's scores (reference: exact_softmax and exact_expf
+// in src/numeric/exact.c, which transcribe llama.cpp's AVX-512
+// ggml_v_expf and ggml_vec_soft_max_f32): the same fused multiply-adds and
+// scalef, sixteen lanes at a time, each block's exponentials summed as
+// _mm512_reduce_add_ps does (reduce16) into the double sum, in order. The
+// AVX2 set takes eight lanes twice and forms scalef's power of two in two
+// steps; here it is one instruction, and a block is one register.
+static inline __m512 expf16(__m512 x) {
+    const __m512 r = _mm512_set1_ps(0x1.8p23f);
+    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r), r);
+    const __m512 b =
+        _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+    const __m512 u = _mm512_mul_ps(b, b);
+    const __m512 j = _mm512_fmadd_ps(
+        _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+    // |n| > 192: 0 or infinity (a NaN n compares false and keeps scalef's NaN)
+    const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192), _CMP_GT_OQ);
+    const __mmask16 low = _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ);
+    const __m512 alt = _mm512_mask_blend_ps(low, _mm512_set1_ps(INFINITY), _mm512_setzero_ps());
+    return _mm512_mask_blend_ps(big, _mm512_scalef_ps(j, n), alt);
+}
+
+static void softmax(float *x, int t0, int t1, int n) {
+    __m512 m16 = _mm512_set1_ps(-INFINITY);
+    int t = t0;
+    for (; t + 16 <= t1; t += 16) m16 = _mm512_max_ps(_mm512_loadu_ps(x + t), m16);  // NaN-blind, as x > max
+    float max = _mm512_reduce_max_ps(m16);
+    for (; t < t1; t++) max = x[t] > max ? x[t] : max;
+    double sum = 0.0;
+    const int n_vec = n & ~15;
+    for (int c = t0 / 16 * 16; c < t1 && c < n_vec; c += 16) {
+        // the block's positions in [t0, t1); the others are exp(-inf) = 0
+        const int lo = t0 > c ? t0 - c : 0, hi = t1 - c < 16 ? t1 - c : 16;
+        const __mmask16 in = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+        const __m512 e = _mm512_maskz_mov_ps(
+            in, expf16(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, x + c), _mm512_set1_ps(max))));
+        _mm512_mask_storeu_ps(x + c, in, e);
+        sum += (double)reduce16(e);
+    }
+    for (t = n_vec > t0 ? n_vec : t0; t < t1; t++) {
+        x[t] = expf(x[t] - max);
+        sum += (double)x[t];
+    }
+    const float scale = (float)(1.0 / sum);
+    for (t = t0; t < t1; t++) x[t] *= scale;
+}
+
 void cpu_kernels_fill_avx512_attention(cpu_kernels *k) {
+    k->softmax = softmax;
     k->values_group = values_group;
     f16_narrow = k->dot[GGML_TYPE_F16];
     k->dot[GGML_TYPE_F16] = dot_f16;
