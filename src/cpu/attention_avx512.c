@@ -14,7 +14,7 @@
 #include "cpu/simd_x86.h"
 
 // ---------------------------------------------------------------------------
-// F16 rows against f16 inputs (reference: exact_dot_f16 in src/exact.c,
+// F16 rows against f16 inputs (reference: exact_dot_f16 in src/numeric/exact.c,
 // ggml's ggml_vec_dot_f16): accumulator j of the four holds elements
 // 16j..16j+15 of every block of 64, one register here, and the leftovers
 // past the blocks are products added one by one in double. Attention's
@@ -341,7 +341,7 @@ static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_ro
 
 // ---------------------------------------------------------------------------
 // Attention's value sums for a group of queries (reference: exact_attention_
-// values_run and _end in src/exact.c, query by query): position t feeds lane
+// values_run and _end in src/numeric/exact.c, query by query): position t feeds lane
 // t % 16 of accumulator (t / 16) % 4 of every output dimension, in order of
 // t. Row by row (the AVX2 kernel) a register holds 8 dimensions of one lane,
 // so each query's 64 lanes x head_dim pass through memory, and each query

@@ -68,7 +68,7 @@ static inline const float *cpu_q8_0_scales_of(const void *act, int64_t n) {
 uint64_t cpu_tiles_stack_bytes(int64_t n);
 
 // An attention head's weighted sum of values, the contract of
-// exact_attention_values_run and _end (src/exact.h): in runs of positions
+// exact_attention_values_run and _end (src/numeric/exact.h): in runs of positions
 // [c0, c1) of the query's [t0, t1), out (head_dim) = sum over t of f16(w[t])
 // * v[t] (position t's row at v + (t % ring) * stride elements), in
 // llama.cpp's lane order. acc holds head_dim * 64 floats of the kernel's own
@@ -106,7 +106,7 @@ typedef void (*cpu_attn_values_group_fn)(const cpu_values_query *qs, int n, cons
                                          int head_dim, int64_t stride, int ring, float *tile);
 
 // Flash attention's online softmax and sum of values over the scores s, the
-// contract of exact_attention_flash_run and _end (src/exact.h); state holds
+// contract of exact_attention_flash_run and _end (src/numeric/exact.h); state holds
 // exact_flash_state_floats(head_dim) floats.
 typedef void (*cpu_attn_flash_run_fn)(float *state, const float *s, const void *v, uint32_t v_type, size_t v_row,
                                       int ring, int c0, int c1, int t0, int head_dim);
@@ -122,7 +122,7 @@ typedef void (*cpu_quantize_q8_K_fn)(const float *x, block_q8_K *y, int64_t n);
 // seam_quantize_row_q8_0: the activations of every 32-wide matvec.
 typedef void (*cpu_quantize_q8_0_fn)(const float *x, block_q8_0 *y, int64_t n);
 
-// exact_softmax and exact_swiglu (src/exact.h): llama.cpp's softmax of an
+// exact_softmax and exact_swiglu (src/numeric/exact.h): llama.cpp's softmax of an
 // attention row and its SwiGLU, with its vector expf.
 typedef void (*cpu_softmax_fn)(float *x, int t0, int t1, int n);
 typedef void (*cpu_swiglu_fn)(float *gate, const float *up, int n);

@@ -39,7 +39,7 @@ KTILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_madd, false, 4)
 KTILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_madd, false, 4)
 
 // ---------------------------------------------------------------------------
-// F32 and F16 weights (reference: exact_dot_f32/f16, src/exact.c, which are
+// F32 and F16 weights (reference: exact_dot_f32/f16, src/numeric/exact.c, which are
 // llama.cpp's AVX-512 ggml_vec_dot_f32/f16): per 64 elements, four 16-lane
 // accumulators of fused multiply-adds, here each as two 8-lane halves; the
 // 16-lane reduction is lane for lane the same.
@@ -277,7 +277,7 @@ static void quantize_q8_K(const float *x, block_q8_K *y, int64_t n) {
 
 // ---------------------------------------------------------------------------
 // Attention's weighted sum of values (reference: exact_attention_values_run
-// and _end in src/exact.c): position t feeds lane t % 16 of accumulator (t / 16) % 4 of
+// and _end in src/numeric/exact.c): position t feeds lane t % 16 of accumulator (t / 16) % 4 of
 // every output dimension, in order of t -- 64 lanes per dimension, lane
 // t % 64. Here a lane's positions for 8 dimensions run in one register, so
 // a position costs a load and a fused multiply-add, not a round trip of the
@@ -361,7 +361,7 @@ static void values_end(float *out, float *acc, int head_dim) {
 
 // ---------------------------------------------------------------------------
 // Flash attention's online softmax and sum of values (reference:
-// exact_attention_flash in src/exact.c): the same scalar steps per position
+// exact_attention_flash in src/numeric/exact.c): the same scalar steps per position
 // (the running maximum and sum, libm's expf), each step's operation on the
 // head_dim accumulators 8 lanes at a time -- a product or a fused
 // multiply-add per element, so the lanes change no result.
@@ -444,7 +444,7 @@ static void flash_end(float *out, float *state, uint32_t v_type, int head_dim) {
 
 // ---------------------------------------------------------------------------
 // exp, softmax and SwiGLU (reference: exact_expf, exact_softmax, exact_swiglu
-// in src/exact.c, which transcribe llama.cpp's AVX-512 ggml_v_expf and the
+// in src/numeric/exact.c, which transcribe llama.cpp's AVX-512 ggml_v_expf and the
 // softmax and SwiGLU built on it): the same fused multiply-adds, 8 lanes at
 // a time. _mm512_scalef_ps(j, n) has no AVX2 form; j * 2^n is formed in two
 // exact power-of-two steps instead (|n| <= 192, j near 1: the first product
