@@ -70,9 +70,10 @@ Test(engine, context_limit_is_an_error) {
 
 // Batched prefill is token-by-token decode, bit for bit: the same last
 // logits and the same KV cache, with a prompt of n tokens (the engine takes
-// 96 at a time: n = 150 is a full batch and part of another), on a dense and
+// SEAM_UBATCH at a time: n = 1.5 batches is a full batch and part of another), on a dense and
 // an MoE model and, when it is installed, on Gemma 3 270M (GELU, post-norms,
 // f16 inputs of 640-wide rows); a 2K prompt with either cache type.
+#define PREFILL_N (SEAM_UBATCH * 3 / 2)
 static void prefill_matches_decode_file(const char *path, const char *name, int n, seam_kv_config cache) {
     seam_model m;
     seam_error e = {{0}};
@@ -113,10 +114,10 @@ static const char *gemma(const char *what) {
 
 static const seam_kv_config F16 = {0}, Q8_0 = {.k = KV_Q8_0, .v = KV_Q8_0};
 
-Test(engine, prefill_equals_decode_dense) { prefill_matches_decode_file(synthetic("small"), "small", 150, F16); }
-Test(engine, prefill_equals_decode_moe) { prefill_matches_decode_file(synthetic("moe-small"), "moe-small", 150, F16); }
+Test(engine, prefill_equals_decode_dense) { prefill_matches_decode_file(synthetic("small"), "small", PREFILL_N, F16); }
+Test(engine, prefill_equals_decode_moe) { prefill_matches_decode_file(synthetic("moe-small"), "moe-small", PREFILL_N, F16); }
 Test(engine, prefill_equals_decode_gemma) {
-    prefill_matches_decode_file(gemma("Gemma 3's prefill against its decode"), "gemma-3-270m", 150, F16);
+    prefill_matches_decode_file(gemma("Gemma 3's prefill against its decode"), "gemma-3-270m", PREFILL_N, F16);
 }
 Test(engine, prefill_equals_decode_2k) {
     prefill_matches_decode_file(synthetic("small"), "small", 2048, F16);
@@ -125,13 +126,13 @@ Test(engine, prefill_equals_decode_2k) {
 
 // A sliding layer's ring of its window (gemma3's local layers, window 512)
 // gives the logits of the whole cache, bit for bit, past the point where the
-// ring wraps: a prompt of 600 tokens in batches, then 100 decoded one at a
-// time, with either cache type.
+// ring wraps: a prompt as long as the ring in batches, then 100 decoded one
+// at a time, with either cache type.
 Test(engine, sliding_ring_equals_full_cache, .timeout = 600) {
     seam_model m;
     seam_error e = {{0}};
     cr_assert_eq(model_load(&m, gemma("Gemma 3's sliding ring against its full cache"), &e), 0, "%s", e.msg);
-    enum { N_CTX = 700, N_PROMPT = 600 };
+    enum { N_CTX = 512 + SEAM_UBATCH + 100, N_PROMPT = N_CTX - 100 };  // the ring: window + a batch
     int tokens[N_CTX];
     uint64_t rng = 21;
     for (int i = 0; i < N_CTX; i++) tokens[i] = (int)(test_rng_next(&rng) % (uint64_t)m.cfg.n_vocab);

@@ -377,7 +377,7 @@ WIDE32_KERNEL(dot_q8_0_one, unpack_q8_0, i8_core_vnni, 1)
 // is dpbusd, convert and the reference's fused multiply-add, whose two
 // multiplies are the bound. The rows' blocks are unpacked once per
 // micro-tile row group for all the inputs prepared at once (WT_IN_BYTES of
-// them, in L2: 48 of a prompt batch's 96 for Gemma 3's 640-wide rows, where
+// them, in L2: 48 of a prompt batch's 192 for Gemma 3's 640-wide rows, where
 // 16 at a time spent an eighth of the time unpacking rows again -- Q5_0
 // 63 -> 80 G multiply-adds/s, one core); the products are formed in a
 // pass before the loop that reads them, as a load that follows the store

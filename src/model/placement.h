@@ -23,7 +23,12 @@ typedef enum { DEV_CPU = 0, DEV_GPU = 1, DEV_COUNT } seam_device;
 // Tokens the engine runs through a layer at once (model/layer.h's batch, as
 // llama.cpp's n_ubatch): a sliding layer's ring holds its window and one
 // batch, whose keys and values join the cache before the batch attends.
-#define SEAM_UBATCH 96
+// 192: each weight row is unpacked once for twice the tokens of 96 and each
+// matmul's pool job has twice the work, while a batch's tiles still fit a
+// 1024-wide row's group (cpu/kernels.h) -- 1.09x on the Qwen3-0.6B shape's
+// pp512, 1.07x at pp2048, 1.12x on moe-small's pp512, where an expert sees
+// 24 tokens a batch at 96 (bench/ab.py, 2 threads; 256 no better).
+#define SEAM_UBATCH 192
 
 // The KV cache's element types (llama.cpp's -ctk/-ctv).
 typedef enum { KV_F16, KV_Q8_0, KV_TYPE_COUNT } seam_kv_type;
