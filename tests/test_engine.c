@@ -70,7 +70,7 @@ Test(engine, context_limit_is_an_error) {
 
 // Batched prefill is token-by-token decode, bit for bit: the same last
 // logits and the same KV cache, with a prompt of n tokens (the engine takes
-// SEAM_UBATCH at a time: n = 1.5 batches is a full batch and part of another), on a dense and
+// SEAM_UBATCH at a time: PREFILL_N is a full batch and half another), on a dense and
 // an MoE model and, when it is installed, on Gemma 3 270M (GELU, post-norms,
 // f16 inputs of 640-wide rows); a 2K prompt with either cache type.
 #define PREFILL_N (SEAM_UBATCH * 3 / 2)

@@ -343,10 +343,8 @@ typedef struct {
     float *out;      // (n, n_embd) the tokens' weighted sums
 } moe_arg;
 
-// The input of the pair in slot i quantised for the experts' gate (in act)
-// and, if up takes another type, for up (in act2).
 // Token t's input quantised for the experts' gate (and up, if its type
-// differs) once, into the slot of its first rank: the ranks after it copy
+// differs, in act2) once, into the slot of its first rank: the ranks after it copy
 // those blocks (pair_input_copy) instead of quantising the same row again.
 static void token_input(const cpu_backend *b, const void *arg, int t) {
     const moe_arg *a = arg;
