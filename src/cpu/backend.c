@@ -343,28 +343,24 @@ typedef struct {
     float *out;      // (n, n_embd) the tokens' weighted sums
 } moe_arg;
 
-// Token t's input quantised for the experts' gate (and up, if its type
-// differs, in act2) once, into the slot of its first rank: the ranks after it copy
-// those blocks (pair_input_copy) instead of quantising the same row again.
+// Token t's input quantised once for the experts' gate (in act) and, if up
+// takes another type, for up (in act2), into the slot of its first rank;
+// its other ranks' slots get copies of those blocks.
 static void token_input(const cpu_backend *b, const void *arg, int t) {
     const moe_arg *a = arg;
     const seam_config *c = b->cfg;
-    const size_t at = (size_t)b->moe.slot[t * c->n_expert_used] * cpu_matvec_scratch_bytes(c->n_embd);
+    const int ku = c->n_expert_used;
+    const size_t bytes = cpu_matvec_scratch_bytes(c->n_embd), first = (size_t)b->moe.slot[t * ku] * bytes;
     const uint32_t gate = seam_vec_dot_type(a->l->ffn_gate_exps.type), up = seam_vec_dot_type(a->l->ffn_up_exps.type);
-    cpu_quantize_input(gate, a->x + (size_t)t * c->n_embd, (uint8_t *)b->act + at, c->n_embd);
-    if (up != gate) cpu_quantize_input(up, a->x + (size_t)t * c->n_embd, (uint8_t *)b->act2 + at, c->n_embd);
-}
-
-// Slot i's input, when its pair is not its token's first rank: the first's.
-static void pair_input_copy(const cpu_backend *b, const void *arg, int i) {
-    const moe_arg *a = arg;
-    const int ku = b->cfg->n_expert_used, p = b->moe.pair[i];
-    if (p % ku == 0) return;
-    const size_t bytes = cpu_matvec_scratch_bytes(b->cfg->n_embd), at = (size_t)i * bytes;
-    const size_t from = (size_t)b->moe.slot[p - p % ku] * bytes;
-    memcpy((uint8_t *)b->act + at, (const uint8_t *)b->act + from, bytes);
-    if (seam_vec_dot_type(a->l->ffn_up_exps.type) != seam_vec_dot_type(a->l->ffn_gate_exps.type))
-        memcpy((uint8_t *)b->act2 + at, (const uint8_t *)b->act2 + from, bytes);
+    const float *x = a->x + (size_t)t * c->n_embd;
+    uint8_t *act = b->act, *act2 = b->act2;
+    cpu_quantize_input(gate, x, act + first, c->n_embd);
+    if (up != gate) cpu_quantize_input(up, x, act2 + first, c->n_embd);
+    for (int j = 1; j < ku; j++) {
+        const size_t at = (size_t)b->moe.slot[t * ku + j] * bytes;
+        memcpy(act + at, act + first, bytes);
+        if (up != gate) memcpy(act2 + at, act2 + first, bytes);
+    }
 }
 
 // Slot i's hidden layer activated, and quantised for the experts' down.
@@ -426,7 +422,6 @@ void cpu_backend_experts(const cpu_backend *b, const seam_layer_weights *l, cons
     }
     const moe_arg arg = {l, x, out};
     each_row(b, token_input, &arg, n);
-    each_row(b, pair_input_copy, &arg, n * ku);
     const void *up_act =
         seam_vec_dot_type(l->ffn_up_exps.type) == seam_vec_dot_type(l->ffn_gate_exps.type) ? b->act : b->act2;
     cpu_matmul_item items[2 * ne];
