@@ -12,6 +12,7 @@
 
 #include "cpu/kernels.h"
 #include "cpu/simd_x86.h"
+#include "numeric/exact.h"
 
 // ---------------------------------------------------------------------------
 // F16 rows against f16 inputs (reference: exact_dot_f16 in src/numeric/exact.c,
@@ -542,15 +543,15 @@ static void values_group(const cpu_values_query *qs, int n, const seam_f16 *v, i
 // AVX2 set takes eight lanes twice and forms scalef's power of two in two
 // steps; here it is one instruction, and a block is one register.
 static inline __m512 expf16(__m512 x) {
-    const __m512 r = _mm512_set1_ps(0x1.8p23f);
-    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r), r);
-    const __m512 b =
-        _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+    const __m512 r = _mm512_set1_ps(EXACT_EXPF_ROUND);
+    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(EXACT_EXPF_LOG2E), r), r);
+    const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXACT_EXPF_LN2_LO),
+                                      _mm512_fnmadd_ps(n, _mm512_set1_ps(EXACT_EXPF_LN2_HI), x));
     const __m512 u = _mm512_mul_ps(b, b);
     const __m512 j = _mm512_fmadd_ps(
-        _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
-                        _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
-        u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+        _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(EXACT_EXPF_C5), b, _mm512_set1_ps(EXACT_EXPF_C4)), u,
+                        _mm512_fmadd_ps(_mm512_set1_ps(EXACT_EXPF_C3), b, _mm512_set1_ps(EXACT_EXPF_C2))),
+        u, _mm512_fmadd_ps(_mm512_set1_ps(EXACT_EXPF_C1), b, _mm512_set1_ps(1.0f)));
     // |n| > 192: 0 or infinity (a NaN n compares false and keeps scalef's NaN)
     const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192), _CMP_GT_OQ);
     const __mmask16 low = _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ);

@@ -16,6 +16,7 @@
 
 #include "cpu/kernels.h"
 #include "cpu/simd_x86.h"
+#include "numeric/exact.h"
 
 // Scalar float steps must round as quant.c's do: no fusing (gcc's ISO mode
 // never fuses; clang does within an expression unless told not to).
@@ -450,15 +451,15 @@ static void flash_end(float *out, float *state, uint32_t v_type, int head_dim) {
 // exact power-of-two steps instead (|n| <= 192, j near 1: the first product
 // stays normal, so only the second rounds, as scalef and ldexpf do).
 static inline __m256 expf8(__m256 x) {
-    const __m256 r = _mm256_set1_ps(0x1.8p23f);
-    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r), r);
-    const __m256 b =
-        _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256 r = _mm256_set1_ps(EXACT_EXPF_ROUND);
+    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(EXACT_EXPF_LOG2E), r), r);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXACT_EXPF_LN2_LO),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(EXACT_EXPF_LN2_HI), x));
     const __m256 u = _mm256_mul_ps(b, b);
     const __m256 j = _mm256_fmadd_ps(
-        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
-                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
-        u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(EXACT_EXPF_C5), b, _mm256_set1_ps(EXACT_EXPF_C4)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(EXACT_EXPF_C3), b, _mm256_set1_ps(EXACT_EXPF_C2))),
+        u, _mm256_fmadd_ps(_mm256_set1_ps(EXACT_EXPF_C1), b, _mm256_set1_ps(1.0f)));
     const __m256i ni = _mm256_cvttps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
     const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, _mm256_set1_epi32(127)), 23));
     const __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));

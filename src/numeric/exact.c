@@ -16,13 +16,13 @@
 #endif
 
 float exact_expf(float x) {
-    const float r = 0x1.8p23f;
-    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float r = EXACT_EXPF_ROUND;
+    const float z = fmaf(x, EXACT_EXPF_LOG2E, r);
     const float n = z - r;  // round(x / ln 2)
-    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    const float b = fmaf(-n, EXACT_EXPF_LN2_LO, fmaf(-n, EXACT_EXPF_LN2_HI, x));
     const float u = b * b;
-    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
-                         fmaf(0x1.ffffecp-1f, b, 1.0f));
+    const float j = fmaf(fmaf(fmaf(EXACT_EXPF_C5, b, EXACT_EXPF_C4), u, fmaf(EXACT_EXPF_C3, b, EXACT_EXPF_C2)), u,
+                         fmaf(EXACT_EXPF_C1, b, 1.0f));
     if (isnan(n)) return n;  // NaN in, NaN out, as _mm512_scalef_ps gives ((int)NaN is undefined)
     if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;  // the vector code's blend
     return ldexpf(j, (int)n);                               // _mm512_scalef_ps

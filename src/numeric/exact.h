@@ -25,7 +25,19 @@
 #define EXACT_MOE_MIN_WEIGHT_SUM 6.103515625e-5
 
 // One lane of ggml_v_expf (the AVX-512 version, "adapted from arm limited
-// optimized routine"): within 1.5 ulp of exp, and not the libm's.
+// optimized routine"): within 1.5 ulp of exp, and not the libm's. Its
+// constants, for the vector kernels that run it 8 and 16 lanes wide: n =
+// round(x / ln 2) by adding and taking away ROUND, b = x - n ln 2 in two
+// parts (LN2_HI, LN2_LO), j = 1 + C1 b + C2 b^2 + ... + C5 b^5, and j * 2^n.
+#define EXACT_EXPF_ROUND 0x1.8p23f
+#define EXACT_EXPF_LOG2E 0x1.715476p+0f
+#define EXACT_EXPF_LN2_HI 0x1.62e4p-1f
+#define EXACT_EXPF_LN2_LO 0x1.7f7d1cp-20f
+#define EXACT_EXPF_C1 0x1.ffffecp-1f
+#define EXACT_EXPF_C2 0x1.fffdb6p-2f
+#define EXACT_EXPF_C3 0x1.555e66p-3f
+#define EXACT_EXPF_C4 0x1.573e2ep-5f
+#define EXACT_EXPF_C5 0x1.0e4020p-7f
 float exact_expf(float x);
 
 // _mm512_reduce_add_ps as gcc implements it: halves, quarters, then pairs.
