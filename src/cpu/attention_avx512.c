@@ -397,7 +397,8 @@ static void values_tile(seam_f16 *tile, const seam_f16 *zero, const seam_f16 *v,
             const int t = t8 + r, ahead = t + VT_PREFETCH;
             row[r] = t >= c0 && t < c1 ? v + (int64_t)(t % ring) * stride : zero;
             if (ahead < c1)
-                prefetch_line_range((const uint8_t *)(v + (int64_t)(ahead % ring) * stride), sizeof(seam_f16) * (size_t)head_dim);
+                prefetch_line_range((const uint8_t *)(v + (int64_t)(ahead % ring) * stride),
+                                    sizeof(seam_f16) * (size_t)head_dim);
         }
         for (int d = 0; d < d16; d += 16) {
             __m256i a[8];

@@ -249,8 +249,14 @@ static void quantize_q8_K(const float *x, block_q8_K *y, int64_t n) {
         const float amax = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
         memset(&y[b], 0, sizeof y[b]);
         if (amax == 0) continue;
-        int first = 0;
-        while (fabsf(x[first]) != amax) first++;
+        // the first value of that magnitude, eight at a time (one at a time
+        // was a third of this function in a Qwen3-shape prompt)
+        const __m256 vamax = _mm256_set1_ps(amax);
+        int first = 0, hit;
+        while (!(hit = _mm256_movemask_ps(
+                     _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + first)), vamax, _CMP_EQ_OQ))))
+            first += 8;
+        first += __builtin_ctz((unsigned)hit);
         const float iscale = -127.f / x[first];
         const __m256 vs = _mm256_set1_ps(iscale);
         for (int g = 0; g < QK_K / 16; g++) {
