@@ -431,6 +431,25 @@ static void assert_tg_segments_add_up(const char *json) {
     cr_assert(cpu + head < token_us * 1.5, "segments %g + %g us against a %g us token", cpu, head, token_us);
 }
 
+// seam bench's repetitions run the same positions again, and the engine's
+// timeline holds one of them at a time: a hundred repetitions of a prompt
+// and of a decode hold the memory the plan predicts for one (appending
+// every repetition's records doubled it on this model).
+Test(cli, bench_repetitions_keep_the_plans_memory, .timeout = 120) {
+    static const char *const tests[][2] = {{"-p", "64"}, {"-n", "32"}};
+    for (size_t i = 0; i < 2; i++) {
+        result r = run(ARGS("bench", "-m", MODEL, tests[i][0], tests[i][1], i ? "-p" : "-n", "0", "-t", "1", "-r",
+                            "100", "-o", "json"));
+        cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam bench %s %s failed:\n%s", tests[i][0],
+                  tests[i][1], r.err);
+        const double held = json_number(r.out, "host_bytes"), predicted = json_number(r.out, "host_predicted");
+        cr_assert(held > 0 && predicted > 0 && held < 1.1 * predicted,
+                  "seam bench %s %s -r 100: %.0f bytes held against %.0f predicted", tests[i][0], tests[i][1], held,
+                  predicted);
+        result_free(&r);
+    }
+}
+
 // seam bench: a run in each output format (one row per test, the counts it
 // was asked for), and its own flags validated.
 Test(cli, bench_runs_and_validates, .timeout = 300) {

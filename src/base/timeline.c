@@ -44,6 +44,16 @@ static int push(void **items, size_t *n, size_t *cap, const void *item, size_t s
     return 0;
 }
 
+seam_timeline_mark timeline_mark(const seam_timeline *t) {
+    return (seam_timeline_mark){.crossings = t->n_crossings, .tokens = t->n_tokens, .layers = t->n_layers};
+}
+
+void timeline_rewind(seam_timeline *t, seam_timeline_mark m) {
+    if (m.crossings < t->n_crossings) t->n_crossings = m.crossings;
+    if (m.tokens < t->n_tokens) t->n_tokens = m.tokens;
+    if (m.layers < t->n_layers) t->n_layers = m.layers;
+}
+
 int timeline_add_crossing(seam_timeline *t, const seam_crossing *c) {
     return push((void **)&t->crossings, &t->n_crossings, &t->cap_crossings, c, sizeof *c);
 }

@@ -107,7 +107,7 @@ static void usage(FILE *f) {
             "  -r, --repetitions N      measured runs of each test, after one warm-up [5]\n"
             "  -o, --output FORMAT      md, json or csv [md]\n"
             "      --no-graph           launch the GPU layers op by op [one CUDA graph]\n"
-            "      --layers             time every layer; a table of them after each decode test [off]\n"
+            "      --layers             time every layer; a table of them after each decode test (its last run) [off]\n"
             "      --gpu-prefill MODE   how a prompt's batches cross the GPU layers: gemm (dequantise to f16,\n"
             "                           cuBLAS), tokens (one by one, as decode), or auto (gemm from %d tokens) [tokens]\n"
             "  -h, --help               this help\n"
@@ -260,10 +260,11 @@ static int run_once(seam_engine *eng, const bench_row *row, const int *ids, doub
     return 0;
 }
 
-// The mean time of each segment, and of the CPU layers' attention, over
-// the timeline's tokens from `from` on.
-static void segment_means(const seam_timeline *t, size_t from, bench_row *row) {
-    const double n = (double)(t->n_tokens - from);
+// One of `runs` repetitions' share of the mean time of each segment, and of
+// the CPU layers' attention: the mean over the timeline's tokens from
+// `from` on, over runs.
+static void segment_means(const seam_timeline *t, size_t from, int runs, bench_row *row) {
+    const double n = (double)(t->n_tokens - from) * runs;
     for (size_t i = from; i < t->n_tokens; i++) {
         for (int k = 0; k < SEG_COUNT; k++) row->segment_us[k] += t->tokens[i].segment_us[k] / n;
         row->cpu_attention_us += t->tokens[i].cpu_attention_us / n;
@@ -516,16 +517,18 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                 test_tokens(ids, sizes->v[s], m->cfg.n_vocab, (uint64_t)sizes->v[s] * 2 + (uint64_t)kind);
                 char test[48];
                 test_name(row, test, sizeof test);
-                size_t timed_from = eng.timeline.n_tokens;
+                // the timeline holds one repetition at a time (its reserve is one run's)
+                const seam_timeline_mark start = timeline_mark(&eng.timeline);
                 for (int r = -1; r < o->reps && rc == 0; r++) {  // r = -1: the warm-up
                     double sec;
-                    if (r == 0) timed_from = eng.timeline.n_tokens;
+                    timeline_rewind(&eng.timeline, start);
                     if (run_once(&eng, row, ids, &sec, &e)) {
                         fprintf(stderr, "seam bench: %s: %s\n", what, e.msg);
                         rc = -1;
                         break;
                     }
                     if (r >= 0) row->ts[row->reps++] = (row->n_prompt + row->n_gen) / sec;
+                    if (r >= 0 && row->n_gen) segment_means(&eng.timeline, start.tokens, o->reps, row);
                     if (progress)
                         fprintf(stderr, "\rseam bench: %s %s: %s %d/%d  ", what, test, r < 0 ? "warm-up" : "run", r + 1,
                                 o->reps);
@@ -536,10 +539,9 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                     for (int i = 0; i < row->n_gen; i++)
                         row->kv_bytes += (double)plan_kv_read_bytes(&m->cfg, cf->cache, 0, m->cfg.n_layers, depth + i);
                     row->kv_bytes /= row->n_gen;
-                    segment_means(&eng.timeline, timed_from, row);
-                    if (o->time_layers) {
+                    if (o->time_layers) {  // the last repetition's layers
                         fprintf(stderr, "seam bench: %s %s:\n", what, test);
-                        timeline_layer_report(&eng.timeline, timed_from, m->cfg.n_layers, stderr);
+                        timeline_layer_report(&eng.timeline, start.tokens, m->cfg.n_layers, stderr);
                     }
                     row->read_limit = gpu ? 0 : roof_for(read_roof, "bandwidth figure", cf->threads, roofs->read);
                     seam_prediction pr;

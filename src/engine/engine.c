@@ -109,7 +109,8 @@ static int run_batch(seam_engine *eng, const int *tokens, int n, int pos0, bool 
     // back, or the last token's logits come back, pinned, when the head
     // runs there too
     *logits = eng->logits;
-    seam_token_time gpu = {.token = eng->n_run};
+    const int first = (int)eng->timeline.n_tokens;  // the batch's first token's index in the timeline
+    seam_token_time gpu = {.token = first};
     if (eng->gpu && gpu_segment_run(eng->gpu, x, n, pos0, last && eng->head_on_gpu, logits, &eng->timeline, &gpu, e))
         return -1;
 
@@ -129,13 +130,13 @@ static int run_batch(seam_engine *eng, const int *tokens, int n, int pos0, bool 
     const double t_end = seam_now(), share = 1e6 / n;
     for (int il = eng->gpu_layers; eng->time_layers && il < c->n_layers; il++) {
         const double began = il > eng->gpu_layers ? layer_end[il - 1] : t_layers;
-        if (record_layer(eng, il, eng->n_run, n, pos0 + n - 1, layer_end[il] - began, e)) return -1;
+        if (record_layer(eng, il, first, n, pos0 + n - 1, layer_end[il] - began, e)) return -1;
     }
     if (eng->time_layers && cpu_head &&
-        record_layer(eng, c->n_layers, eng->n_run + n - 1, 1, pos0 + n - 1, t_end - t_head, e))
+        record_layer(eng, c->n_layers, first + n - 1, 1, pos0 + n - 1, t_end - t_head, e))
         return -1;
     for (int t = 0; t < n; t++) {
-        seam_token_time tt = {.token = eng->n_run++, .pos = pos0 + t, .prefill = prefill};
+        seam_token_time tt = {.token = first + t, .pos = pos0 + t, .prefill = prefill};
         tt.token_us = share * (t_end - t_start);
         tt.segment_us[SEG_GPU] = gpu.segment_us[SEG_GPU] / n;
         tt.segment_us[SEG_CPU] = share * (t_head - t_layers) + gpu.segment_us[SEG_CPU] / n;  // and any experts

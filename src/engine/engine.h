@@ -23,8 +23,7 @@ typedef struct {
     gpu_segment *gpu;        // layers 0..gpu_layers-1 (and maybe the head) on the GPU; NULL for none
     int gpu_layers;
     bool head_on_gpu;
-    seam_timeline timeline;  // every token's segments and crossings, in run order
-    int n_run;               // tokens run so far (the timeline's token index)
+    seam_timeline timeline;  // every token's segments and crossings, in run order (tokens[i].token == i)
     bool time_layers;        // the timeline also takes each layer's time (engine_time_layers)
 } seam_engine;
 
