@@ -22,6 +22,15 @@ bool test_have_input(const char *path, const char *what, const char *installer);
 bool test_required(const char *var);
 void test_require_input(const char *path, const char *what, const char *installer);
 
+// Whether this build runs under AddressSanitizer, whose allocator keeps its
+// own books (mallinfo2 does not see them) and whose shadow and quarantine
+// a process holds besides its own memory: the memory bounds are not checked there.
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN true
+#else
+#define UNDER_ASAN false
+#endif
+
 // Reads a whole file into a malloc'd buffer; NULL when it cannot.
 uint8_t *test_read_file(const char *path, size_t *size);
 int test_write_file(const char *path, const void *data, size_t size);

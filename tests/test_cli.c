@@ -438,11 +438,6 @@ static void assert_tg_segments_add_up(const char *json) {
 // AddressSanitizer the process holds its shadow and quarantine besides,
 // so there the runs are only checked to end cleanly.
 Test(cli, bench_repetitions_keep_the_plans_memory, .timeout = 120) {
-#if defined(__SANITIZE_ADDRESS__)
-    const bool under_asan = true;
-#else
-    const bool under_asan = false;
-#endif
     static const char *const tests[][2] = {{"-p", "64"}, {"-n", "32"}};
     for (size_t i = 0; i < 2; i++) {
         result r = run(ARGS("bench", "-m", MODEL, tests[i][0], tests[i][1], i ? "-p" : "-n", "0", "-t", "1", "-r",
@@ -451,7 +446,7 @@ Test(cli, bench_repetitions_keep_the_plans_memory, .timeout = 120) {
                   tests[i][1], r.err);
         assert_no_sanitizer_report("seam bench -r 100", &r);
         const double held = json_number(r.out, "host_bytes"), predicted = json_number(r.out, "host_predicted");
-        cr_assert(held > 0 && predicted > 0 && (under_asan || held < 1.1 * predicted),
+        cr_assert(held > 0 && predicted > 0 && (UNDER_ASAN || held < 1.1 * predicted),
                   "seam bench %s %s -r 100: %.0f bytes held against %.0f predicted", tests[i][0], tests[i][1], held,
                   predicted);
         result_free(&r);

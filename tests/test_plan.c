@@ -236,13 +236,6 @@ Test(plan, gpu_scratch_holds_every_quantised_input) {
     model_free(&mixed);
 }
 
-// AddressSanitizer's allocator keeps its own books, which mallinfo2 does not see.
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN true
-#else
-#define UNDER_ASAN false
-#endif
-
 // The bytes the heap holds for the process, large blocks included.
 static uint64_t heap_in_use(void) {
     const struct mallinfo2 mi = mallinfo2();
