@@ -5,7 +5,9 @@
 # test that caused it (a leak through tests/helpers.c's check after each test
 # body), in the CPU path and in every CUDA kernel and call. The split goldens
 # are left to scripts/emulate.sh (without sanitizers: under them they take
-# half an hour): their kernels are test_cuda's, which run here.
+# half an hour): their kernels are test_cuda's, which run here; so is the
+# scalar reference's AVX-512-order golden run (minutes under them), whose
+# scalar kernels test_cpu_kernels runs here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # float-cast-overflow (a float too big for, or NaN into, an integer) is part
@@ -21,4 +23,4 @@ cmake --build build-asan -j "$(nproc)"
 # a non-zero status, which Criterion counts as a failure.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ctest --test-dir build-asan --output-on-failure --no-tests=error -E '^golden_split$'
+ctest --test-dir build-asan --output-on-failure --no-tests=error -E '^golden_(split|logits_scalar_avx512)$'

@@ -125,19 +125,29 @@ static void cpu_simd(bool *avx2, bool *avx512) {
 #endif
 }
 
-// The sets to hold to the scalar one, sets[1..n) of the n returned: every
-// set this CPU runs must have loaded; with none to compare the test skips,
-// or fails under SEAM_REQUIRE_SIMD=1, and never passes having checked nothing.
+// The sets to hold to the scalar ones, sets[FIRST_FAST..n) of the n
+// returned (the scalar set of each order first, at sets[order]): every set
+// this CPU runs must have loaded, each in its build's order; with none to
+// compare the test skips, or fails under SEAM_REQUIRE_SIMD=1, and never
+// passes having checked nothing.
+#define FIRST_FAST EXACT_ORDERS
 static int fast_sets(const cpu_kernels *sets[CPU_KERNEL_SETS]) {
     const int n = cpu_kernels_all(sets);
     bool avx2, avx512;
     cpu_simd(&avx2, &avx512);
-    const int want = 1 + avx2 + avx512;
-    cr_assert_eq(n, want, "this CPU runs %d kernel sets (scalar%s%s), but %d loaded", want, avx2 ? ", avx2" : "",
-                 avx512 ? ", avx512" : "", n);
-    for (int i = 1; i < n; i++)
-        cr_assert_str_eq(sets[i]->name, i == 1 ? "avx2" : "avx512", "kernel set %d", i);
-    if (n == 1) {
+    const int want = FIRST_FAST + avx2 + avx512;
+    cr_assert_eq(n, want, "this CPU runs %d kernel sets (scalar-avx2, scalar-avx512%s%s), but %d loaded", want,
+                 avx2 ? ", avx2" : "", avx512 ? ", avx512" : "", n);
+    for (int o = 0; o < EXACT_ORDERS; o++)
+        cr_assert(sets[o]->order == (exact_order)o && !strcmp(sets[o]->name, o ? "scalar-avx512" : "scalar-avx2"),
+                  "kernel set %d is %s", o, sets[o]->name);
+    for (int i = FIRST_FAST; i < n; i++) {
+        const bool wide = i > FIRST_FAST;
+        cr_assert_str_eq(sets[i]->name, wide ? "avx512" : "avx2", "kernel set %d", i);
+        cr_assert_eq(sets[i]->order, wide ? EXACT_ORDER_AVX512 : EXACT_ORDER_AVX2,
+                     "the %s set follows llama.cpp's %s build", sets[i]->name, sets[i]->name);
+    }
+    if (n == FIRST_FAST) {
         cr_assert(!test_required("SEAM_REQUIRE_SIMD"),
                   "SEAM_REQUIRE_SIMD=1, but this CPU runs no SIMD kernel set to compare with the scalar one");
         cr_skip_test("skipped: this CPU has no AVX2, so no fast kernel set is compared with the scalar one");
@@ -145,11 +155,8 @@ static int fast_sets(const cpu_kernels *sets[CPU_KERNEL_SETS]) {
     return n;
 }
 
-static const cpu_kernels *scalar_set(void) {
-    const cpu_kernels *sets[CPU_KERNEL_SETS];
-    cpu_kernels_all(sets);
-    return sets[0];
-}
+// The scalar set in a fast set's order: its reference.
+static const cpu_kernels *ref_of(const cpu_kernels *fast) { return cpu_kernels_reference(fast->order); }
 
 // Six rows against 1..11, 15..17 and 35 inputs at once through a fast
 // kernel (the tiles of every width and their mixes, more inputs than one
@@ -157,7 +164,7 @@ static const cpu_kernels *scalar_set(void) {
 // each (row, input) bitwise seam_vec_dot.
 static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, uint64_t *rng) {
     enum { ROWS = 6, INPUTS = 35, LDO = ROWS + 2 };
-    const cpu_kernels *ref = scalar_set();
+    const cpu_kernels *ref = ref_of(fast);
     const uint64_t row_bytes = ggml_row_bytes(type, (uint64_t)n);
     uint8_t *w = malloc(ROWS * row_bytes);
     for (int r = 0; r < ROWS; r++) {
@@ -181,7 +188,7 @@ static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, ui
         ref->dot[type](type, w, row_bytes, ROWS, act, stride, n_act, n, want, LDO);
         for (int j = 0; j < n_act; j++)
             for (int r = 0; r < ROWS; r++) {
-                const float exact = seam_vec_dot(type, w + r * row_bytes, act + j * stride, n);
+                const float exact = seam_vec_dot(fast->order, type, w + r * row_bytes, act + j * stride, n);
                 cr_assert(test_bits_of(want[j * LDO + r]) == test_bits_of(exact), "the scalar set is seam_vec_dot");
                 cr_assert(test_bits_of(got[j * LDO + r]) == test_bits_of(exact),
                           "%s (%s) n=%ld, %d inputs: row %d input %d = %.9g vs reference %.9g, not bitwise equal",
@@ -196,7 +203,7 @@ static void check_dot_with(const cpu_kernels *fast, uint32_t type, int64_t n, ui
 static void check_dot(uint32_t type, int64_t n, uint64_t *rng) {
     const cpu_kernels *sets[CPU_KERNEL_SETS];
     const int n_sets = fast_sets(sets);
-    for (int i = 1; i < n_sets; i++) check_dot_with(sets[i], type, n, rng);
+    for (int i = FIRST_FAST; i < n_sets; i++) check_dot_with(sets[i], type, n, rng);
 }
 
 Test(kernels, k_types_bitwise) {
@@ -262,7 +269,7 @@ Test(kernels, f16_scores_bitwise) {
                 const float w0 = seam_f16_to_f32(((const seam_f16 *)w)[i]);
                 q[j][i] = seam_f32_to_f16(j != 2 ? test_rng_normal(&rng) : w0 < 0 ? 0.0f : -0.0f);
             }
-        for (int i = 1; i < n_sets; i++)
+        for (int i = FIRST_FAST; i < n_sets; i++)
             for (size_t in = 0; in < sizeof inputs / sizeof inputs[0]; in++)
                 for (int n_rows = 1; n_rows <= ROWS; n_rows += n_rows < 9 ? 1 : n_rows < 17 ? 7 : 8) {
                     float got[INPUTS][ROWS];
@@ -270,7 +277,8 @@ Test(kernels, f16_scores_bitwise) {
                                                 got[0], ROWS);
                     for (int j = 0; j < inputs[in]; j++)
                         for (int r = 0; r < n_rows; r++) {
-                            const float want = seam_vec_dot(GGML_TYPE_F16, w + r * row_bytes, q[j], n);
+                            const float want =
+                                seam_vec_dot(sets[i]->order, GGML_TYPE_F16, w + r * row_bytes, q[j], n);
                             cr_assert(test_bits_of(got[j][r]) == test_bits_of(want),
                                       "F16 scores (%s) n=%ld, %d rows, %d inputs: row %d input %d = %.9g, want %.9g",
                                       sets[i]->name, (long)n, n_rows, inputs[in], r, j, got[j][r], want);
@@ -307,10 +315,11 @@ Test(kernels, attn_values_bitwise) {
             const int t0 = ranges[r][0], t1 = ranges[r][1];
             for (int t = t0; t < t1; t++)
                 memcpy(ring + (size_t)(t % RING) * stride, v + (size_t)t * stride, sizeof(seam_f16) * stride);
-            sets[0]->values_run(scratch, w, v, t0, t1, t0, head_dim, stride, n_pos);
-            sets[0]->values_end(want, scratch, head_dim);
             for (int i = 0; i < n_sets; i++)
                 for (int in_ring = 0; in_ring < 2; in_ring++) {
+                    const cpu_kernels *ref = cpu_kernels_reference(sets[i]->order);
+                    ref->values_run(scratch, w, v, t0, t1, t0, head_dim, stride, n_pos);
+                    ref->values_end(want, scratch, head_dim);
                     for (int k = 0; k < 64 * head_dim; k++) scratch[k] = NAN;  // no reliance on what scratch held
                     // in runs of 100 positions (the first may hold fewer than 64)
                     for (int c0 = t0; c0 < t1; c0 += 100)
@@ -356,13 +365,13 @@ Test(kernels, attn_values_group_bitwise) {
         // infinities, which a position outside a query's part must not reach (inf x 0 is NaN)
         v[45 * stride + 1] = 0x7c00, v[1600 * stride + 3] = 0xfc00;
         for (int t = 0; t < CPU_VALUES_GROUP * N_POS; t++) w[t] = 0.5f * (test_rng_uniform(&rng) + 1.0f) / 16;
-        for (int r = 0; r < N_RANGES; r++)  // query r takes the weights of slot r % 8
-            exact_attention_values(want + r * head_dim, w + (r % CPU_VALUES_GROUP) * N_POS, v, ranges[r][0], ranges[r][1],
-                                   head_dim, stride, N_POS, acc);
         int grouped = 0;
-        for (int i = 1; i < n_sets; i++) {
+        for (int i = FIRST_FAST; i < n_sets; i++) {
             if (!sets[i]->values_group) continue;
             grouped++;
+            for (int r = 0; r < N_RANGES; r++)  // query r takes the weights of slot r % 8
+                exact_attention_values(sets[i]->order, want + r * head_dim, w + (r % CPU_VALUES_GROUP) * N_POS, v,
+                                       ranges[r][0], ranges[r][1], head_dim, stride, N_POS, acc);
             for (int in_ring = 0; in_ring < 2; in_ring++)
                 for (int n = 1; n <= CPU_VALUES_GROUP; n++)
                     for (int first = 0; first + n <= N_RANGES; first += n) {  // queries first..first+n-1
@@ -580,7 +589,8 @@ Test(kernels, rope_bitwise) {
             }
 }
 
-// SwiGLU and the attention softmax, through llama.cpp's vector expf: inputs
+// SwiGLU and the attention softmax, through llama.cpp's vector expf (each
+// set against the scalar set of its order): inputs
 // from tiny to past the exponent range (|n| > 192), infinities and NaN (for
 // SwiGLU), rows with and without a tail past the last 16, windows [t0, t1).
 Test(kernels, softmax_swiglu_bitwise) {
@@ -595,9 +605,9 @@ Test(kernels, softmax_swiglu_bitwise) {
         if (rep == 3) g[7] = NAN, g[20] = INFINITY, g[21] = -INFINITY, g[22] = -0.0f, g[40] = 200.0f, g[41] = -200.0f;
         for (int n = 1; n <= N; n += rep % 2 ? 50 : 13) {
             float want[N], got[N];
-            memcpy(want, g, sizeof g);
-            sets[0]->swiglu(want, up, n);
-            for (int i = 1; i < n_sets; i++) {
+            for (int i = FIRST_FAST; i < n_sets; i++) {
+                memcpy(want, g, sizeof g);
+                ref_of(sets[i])->swiglu(want, up, n);
                 memcpy(got, g, sizeof g);
                 sets[i]->swiglu(got, up, n);
                 cr_assert(memcmp(got, want, sizeof(float) * n) == 0, "swiglu (%s) n=%d rep %d differs", sets[i]->name,
@@ -609,9 +619,9 @@ Test(kernels, softmax_swiglu_bitwise) {
             float scores[N];
             memcpy(scores, g, sizeof g);
             if (rep == 3) scores[7] = 50.0f, scores[20] = 1e30f;
-            memcpy(want, scores, sizeof g);
-            sets[0]->softmax(want, t0, t1, padded);
-            for (int i = 1; i < n_sets; i++) {
+            for (int i = FIRST_FAST; i < n_sets; i++) {
+                memcpy(want, scores, sizeof g);
+                ref_of(sets[i])->softmax(want, t0, t1, padded);
                 memcpy(got, scores, sizeof g);
                 sets[i]->softmax(got, t0, t1, padded);
                 cr_assert(memcmp(got, want, sizeof(float) * n) == 0, "softmax (%s) [%d, %d) rep %d differs",
@@ -755,7 +765,9 @@ Test(matvec, pool_sizes_agree_with_reference) {
                 else cpu_matmul(pool, &w, x, w.cols, out, w.rows, n, scratch);
                 for (int b = 0; b < n; b++)
                     for (int64_t r = 0; r < w.rows; r++) {
-                        const float want = seam_vec_dot(w.type, (const uint8_t *)w.data + r * w.row_bytes, act + b * act_bytes, w.cols);
+                        const float want = seam_vec_dot(cpu_kernels_get()->order, w.type,
+                                                        (const uint8_t *)w.data + r * w.row_bytes, act + b * act_bytes,
+                                                        w.cols);
                         const float got = out[b * w.rows + r];
                         cr_assert(test_bits_of(got) == test_bits_of(want),
                                   "%s %ldx%ld, %d threads, %d inputs: input %d row %ld = %.9g, want %.9g",

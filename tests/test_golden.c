@@ -7,6 +7,10 @@
 // logits are equal to llama.cpp's bit for bit, and so are held: every stored
 // logit, the top token at every prompt position, and the greedy continuation
 // seam generates from the prompt, token for token (every fixture matches so).
+// llama.cpp's AVX2 and AVX-512 builds sum in two orders (exact.h), and there
+// is a set of fixtures for each, tests/golden/avx2/ and tests/golden/avx512/:
+// the engine's kernel set (SEAM_KERNELS picks another) is held to those of
+// its own order.
 //
 // Synthetic models are synthesised here by seam-synth from models/*.shape,
 // so their fixtures always run. A real model's fixture needs the model
@@ -26,12 +30,13 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "cpu/kernels.h"
 #include "engine/engine.h"
 #include "helpers.h"
 #include "model/model.h"
 #include "plan/plan.h"
 
-#define GOLDEN_DIR SEAM_SOURCE_DIR "/tests/golden"
+#define GOLDEN_ROOT SEAM_SOURCE_DIR "/tests/golden"
 // The GPU prefill's GEMM path (f16 weights and activations, float sums)
 // against the token path: 1 std. Emulated on the CPU it lies 0.12-0.43 std from the exact path on every fixture, as far as
 // llama.cpp's own builds lie from each other
@@ -54,6 +59,13 @@ extern char **environ;
 
 // ---------------------------------------------------------------------------
 // Fixtures
+
+// The fixtures of the engine's order: tests/golden/avx2 or tests/golden/avx512.
+static const char *golden_dir(void) {
+    static char dir[3072];
+    snprintf(dir, sizeof dir, "%s/%s", GOLDEN_ROOT, exact_order_names[cpu_kernels_get()->order]);
+    return dir;
+}
 
 typedef struct {
     char reference[64];    // the build that wrote it: "llama-cpp-python VERSION"
@@ -97,7 +109,7 @@ static void *parse_list(const char *name, const char *key, char *s, bool as_floa
 static void load_fixture(const char *name, fixture *fx) {
     memset(fx, 0, sizeof *fx);
     char path[4096];
-    snprintf(path, sizeof path, "%s/logits-%s.txt", GOLDEN_DIR, name);
+    snprintf(path, sizeof path, "%s/logits-%s.txt", golden_dir(), name);
     size_t size;
     char *text = (char *)test_read_file(path, &size);
     cr_assert(text, "cannot read %s", path);
@@ -144,7 +156,7 @@ static void load_fixture(const char *name, fixture *fx) {
         cr_assert(fx->stored[k] >= 0 && fx->stored[k] < fx->n_tokens && (k == 0 || fx->stored[k] > fx->stored[k - 1]),
                   "%s: stored positions must be ascending prompt positions", path);
 
-    snprintf(path, sizeof path, "%s/logits-%s.f32", GOLDEN_DIR, name);
+    snprintf(path, sizeof path, "%s/logits-%s.f32", golden_dir(), name);
     fx->logits = (float *)test_read_file(path, &size);
     cr_assert(fx->logits, "cannot read %s", path);
     cr_assert(size == (size_t)fx->n_stored * (size_t)fx->n_vocab * sizeof(float),
@@ -217,12 +229,12 @@ typedef struct {
     char name[64];
 } golden_case;
 
-// One case per tests/golden/logits-*.txt; "(none)" when there is none, so that
-// the suite fails instead of passing empty.
+// One case per tests/golden/ORDER/logits-*.txt; "(none)" when there is none,
+// so that the suite fails instead of passing empty.
 static struct criterion_test_params fixture_cases(void) {
     static golden_case cases[64];
     int n = 0;
-    DIR *d = opendir(GOLDEN_DIR);
+    DIR *d = opendir(golden_dir());
     for (struct dirent *e; d && (e = readdir(d)) && n < 64;) {
         size_t len = strlen(e->d_name);
         if (strncmp(e->d_name, "logits-", 7) || len < 12 || len - 11 >= sizeof cases[0].name ||
@@ -239,7 +251,7 @@ ParameterizedTestParameters(golden, logits) { return fixture_cases(); }
 
 ParameterizedTest(golden_case *gc, golden, logits) {
     const char *name = gc->name;
-    cr_assert(strcmp(name, "(none)"), "no fixtures in %s: run tools/make_golden.py", GOLDEN_DIR);
+    cr_assert(strcmp(name, "(none)"), "no fixtures in %s: run tools/make_golden.py", golden_dir());
     fixture fx;
     load_fixture(name, &fx);
     const char *gguf = model_file(name, &fx);
@@ -272,9 +284,9 @@ ParameterizedTest(golden_case *gc, golden, logits) {
             for (int i = 0; i < fx.n_vocab; i++)
                 if (test_bits_of(logits[i]) != test_bits_of(want[i])) differ++, first = first < 0 ? i : first;
             cr_assert(differ == 0,
-                      "%s, position %d: %d of %d logits differ from llama.cpp's (%s, system info %s), max |diff| "
-                      "%.4g = %.3g x std; the first, token %d: seam %.9g, llama.cpp %.9g",
-                      name, p, differ, fx.n_vocab, fx.reference, fx.system_info,
+                      "%s, position %d (%s kernels): %d of %d logits differ from llama.cpp's (%s, system info %s), "
+                      "max |diff| %.4g = %.3g x std; the first, token %d: seam %.9g, llama.cpp %.9g",
+                      name, p, cpu_kernels_get()->name, differ, fx.n_vocab, fx.reference, fx.system_info,
                       max_abs_diff(logits, want, fx.n_vocab), max_abs_diff(logits, want, fx.n_vocab) / fx.std[p],
                       first, logits[first], want[first]);
         }
@@ -289,8 +301,9 @@ ParameterizedTest(golden_case *gc, golden, logits) {
         if (j + 1 < fx.n_greedy)
             cr_assert(engine_forward(&eng, t, fx.n_tokens + j, &logits, &err) == 0, "%s: %s", name, err.msg);
     }
-    cr_log_info("%s: %d positions' top tokens, %d positions' logits bit for bit and %d greedy tokens as llama.cpp's",
-                name, fx.n_tokens, fx.n_stored, fx.n_greedy);
+    cr_log_info("%s (%s kernels): %d positions' top tokens, %d positions' logits bit for bit and %d greedy tokens as "
+                "llama.cpp's %s build's", name, cpu_kernels_get()->name, fx.n_tokens, fx.n_stored, fx.n_greedy,
+                exact_order_names[cpu_kernels_get()->order]);
     engine_free(&eng);
     model_free(&m);
     free_fixture(&fx);

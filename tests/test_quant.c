@@ -148,7 +148,7 @@ Test(types, refuses_what_it_cannot_do) {
     cr_assert_eq(seam_quantize_weights(GGML_TYPE_Q4_0, x, buf, 33), -1);
     cr_assert_eq(seam_quantize_activation(GGML_TYPE_Q4_K, x, buf, 256), -1);
     cr_assert_eq(seam_quantize_activation(GGML_TYPE_Q8_K, x, buf, 32), -1);
-    cr_assert(isnan(seam_vec_dot(GGML_TYPE_Q2_K, buf, buf, 256)));
+    cr_assert(isnan(seam_vec_dot(EXACT_ORDER_AVX2, GGML_TYPE_Q2_K, buf, buf, 256)));
 }
 
 // ---------------------------------------------------------------------------
@@ -575,7 +575,7 @@ Test(dot, equals_dequantised_dot) {
             cr_assert_eq(seam_dequantize_row(at, a, da, n), 0);
             double want = 0, mag = 0;
             for (int64_t i = 0; i < n; i++) want += (double)dw[i] * da[i], mag += fabs((double)dw[i] * da[i]);
-            double got = seam_vec_dot(type, w, a, n);
+            double got = seam_vec_dot(EXACT_ORDER_AVX2, type, w, a, n);  // held to a tolerance: either order
             cr_assert(fabs(got - want) <= 2e-5 * mag, "%s n=%ld: dot %.9g, dequantised %.9g (sum |wa| %.3g)",
                       ggml_type_name(type), (long)n, got, want, mag);
             free(w), free(x), free(dw), free(da), free(a);
@@ -604,7 +604,7 @@ Test(dot, tracks_float_dot) {
         void *qw = malloc(ggml_row_bytes(type, n)), *qa = malloc(ggml_row_bytes(at, n));
         cr_assert_eq(seam_quantize_weights(type, w, qw, n), 0);
         cr_assert_eq(seam_quantize_activation(at, x, qa, n), 0);
-        double got = seam_vec_dot(type, qw, qa, n);
+        double got = seam_vec_dot(EXACT_ORDER_AVX512, type, qw, qa, n);
         cr_assert(fabs(got - exact) <= 5 * sigma, "%s: %.6g vs exact %.6g, %.2g sigma away (sigma %.3g)",
                   ggml_type_name(type), got, exact, fabs(got - exact) / sigma, sigma);
         free(qw), free(qa);

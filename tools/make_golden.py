@@ -2,11 +2,18 @@
 """make_golden.py — regenerates the golden-logit fixtures of tests/test_golden.c.
 
   /opt/llamavenv/bin/python tools/make_golden.py [MODEL.gguf ...] [--force]
-  /opt/llamavenv/bin/python tools/make_golden.py --check-build
+  /opt/llamavenv-avx2/bin/python tools/make_golden.py [MODEL.gguf ...] [--force]
+  PYTHON tools/make_golden.py --check-build
 
-Run it with the Python of the reference, the venv that tools/setup-reference.sh
-builds (llama-cpp-python compiled from source with pip's default flags), after
-scripts/build.sh (it needs build/seam-synth).
+Run it with the Python of a reference, a venv that tools/setup-reference.sh
+builds (llama-cpp-python compiled from source: pip's default flags, or its
+AVX2-only flavor), after scripts/build.sh (it needs build/seam-synth).
+
+There are two sets of fixtures, one per float order of llama.cpp's x86
+builds (src/numeric/exact.h): tests/golden/avx512/, from a build with
+AVX-512 (pip's default on a Zen 4), and tests/golden/avx2/, from one without
+(pip's default on a Zen 3, or --flavor avx2 on any x86 machine). The running
+build's system info line says which it writes: AVX512 = 1 or not.
 
 The fixtures record the build that wrote them: the package version and
 llama.cpp's system info line (its instruction sets, repack, llamafile).
@@ -14,9 +21,9 @@ llama.cpp's builds do not compute the same logits (an AVX2-only build differs
 from the native AVX-512 one by up to a fifth of the logits' standard
 deviation: README, Correctness), so fixtures from another build would not be
 the committed ones. make_golden.py therefore refuses to write when the running
-build's version or line differs from the one the committed fixtures record,
-unless --force is given. --check-build only compares, and exits 1 on a
-difference.
+build's version or line differs from the one the committed fixtures of its
+order record, unless --force is given. --check-build only compares, and exits
+1 on a difference.
 
 Models, each giving fixtures named after it:
   - the synthetic models of SHAPES, synthesised by build/seam-synth into a
@@ -39,7 +46,7 @@ continuation of GREEDY tokens is recorded; the logits along it are the
 teacher-forced logits of prompt + continuation, so each step's margin is
 known too.
 
-Fixture format: two files per model in tests/golden/.
+Fixture format: two files per model in tests/golden/ORDER/.
 
 logits-NAME.txt, text; '#' lines are comments; every other line is a key and
 its values, separated by single spaces; a list starts with its length:
@@ -85,7 +92,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from ref_logits import Reference, sha256, system_info  # noqa: E402
 
-GOLDEN = os.path.join(ROOT, "tests", "golden")
+GOLDEN_ROOT = os.path.join(ROOT, "tests", "golden")
+ORDERS = ("avx2", "avx512")  # exact.h's exact_order_names
 SYNTH = os.path.join(ROOT, "build", "seam-synth")
 SHAPES = {"models/tiny.shape": 32, "models/small.shape": 32, "models/moe-small.shape": 32,
           "models/tiny-llama.shape": 32, "models/tiny-qwen2.shape": 32, "models/tiny-gemma3.shape": 160}
@@ -130,26 +138,38 @@ def read_fixture(path):
     return fields
 
 
-def fixture_names():
-    """NAME of every tests/golden/logits-NAME.txt, sorted."""
-    return sorted(f[len("logits-"):-len(".txt")] for f in os.listdir(GOLDEN)
-                  if f.startswith("logits-") and f.endswith(".txt"))
+def golden_dir(order):
+    """tests/golden/ORDER: the fixtures of one order."""
+    return os.path.join(GOLDEN_ROOT, order)
+
+
+def order_of(info):
+    """The float order of the build whose system info line is `info`."""
+    return "avx512" if "AVX512 = 1" in info else "avx2"
+
+
+def fixture_names(order):
+    """NAME of every tests/golden/ORDER/logits-NAME.txt, sorted."""
+    d = golden_dir(order)
+    return sorted(f[len("logits-"):-len(".txt")] for f in os.listdir(d)
+                  if f.startswith("logits-") and f.endswith(".txt")) if os.path.isdir(d) else []
 
 
 def build_mismatch():
-    """None when the running build is the one every committed fixture records
-    (see the header); else what differs, as a message."""
+    """None when the running build is the one every committed fixture of its
+    order records (see the header); else what differs, as a message."""
     build = system_info()
+    order = order_of(build[1])
     diffs = []
-    for name in fixture_names():
-        f = read_fixture(os.path.join(GOLDEN, f"logits-{name}.txt"))
+    for name in fixture_names(order):
+        f = read_fixture(os.path.join(golden_dir(order), f"logits-{name}.txt"))
         if (f.get("reference"), f.get("system_info")) != build:
             diffs.append((name, f.get("reference"), f.get("system_info")))
     if not diffs:
         return None
     name, reference, info = diffs[0]
     return (f"make_golden: this build is {build[0]}, system info:\n  {build[1]}\n"
-            f"but {len(diffs)} of the committed fixtures, logits-{name} first, were written by "
+            f"but {len(diffs)} of the committed {order} fixtures, logits-{name} first, were written by "
             + (f"{reference}, system info:\n  {info}\n" if reference else "a build they do not record\n")
             + "llama.cpp's builds differ in their logits (README, Correctness), so this one would not reproduce "
             "them. Build the reference with tools/setup-reference.sh on a machine whose native build gives "
@@ -179,7 +199,7 @@ def write_fixture(name, model_line, gguf, text, threads, cache="f16"):
             sys.exit(f"make_golden: {name}: llama.cpp's greedy run and its teacher-forced run disagree at step {j}")
     stored = stored_positions(n, ref.n_vocab)
 
-    base = os.path.join(GOLDEN, f"logits-{name}")
+    base = os.path.join(golden_dir(order_of(system_info()[1])), f"logits-{name}")
     logits[stored].astype("<f4").tofile(base + ".f32")
     g = "{:.9g}"
     with open(base + ".txt", "w") as f:
@@ -232,7 +252,8 @@ def main():
     if a.check_build:
         if mismatch:
             sys.exit(mismatch + ".")
-        print(f"make_golden: this build ({system_info()[0]}) is the one the fixtures record")
+        print(f"make_golden: this build ({system_info()[0]}) is the one the {order_of(system_info()[1])} "
+              "fixtures record")
         return
     if mismatch and not a.force:
         sys.exit(mismatch + ", or pass --force to write fixtures from this build anyway.")
@@ -240,7 +261,7 @@ def main():
         print(mismatch + "; --force: writing fixtures from this build anyway.", file=sys.stderr)
     if not os.access(SYNTH, os.X_OK):
         sys.exit(f"make_golden: {SYNTH} is missing; run scripts/build.sh first")
-    os.makedirs(GOLDEN, exist_ok=True)
+    os.makedirs(golden_dir(order_of(system_info()[1])), exist_ok=True)
 
     with tempfile.TemporaryDirectory() as tmp:
         for shape, n_tokens in SHAPES.items():

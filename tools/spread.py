@@ -10,7 +10,7 @@
     --seam NAME=KERNELS    build/seam with SEAM_KERNELS=KERNELS (avx512, avx2,
                            scalar: the CPU kernel set it runs)
 
-Every source computes, for every fixture in tests/golden/ (or each FIXTURE
+Every source computes, for every fixture in tests/golden/avx512/ (or each FIXTURE
 named: NAME of logits-NAME.txt), the logits after each token of the
 fixture's prompt followed by its greedy continuation (the one the fixtures'
 build chose), one token at a time from position 0: the builds through
@@ -45,14 +45,16 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "tools"), os.path.join(ROOT, "bench")]
 from compare_llamacpp import machine  # noqa: E402
-from make_golden import GOLDEN, N_CTX, fixture_names, read_fixture, synthesise, top2  # noqa: E402
+from make_golden import N_CTX, fixture_names, golden_dir, read_fixture, synthesise, top2  # noqa: E402
+
+GOLDEN = golden_dir("avx512")  # the prompts and continuations every source is run along
 
 SEAM = os.path.join(ROOT, "build", "seam")
 REF_LOGITS = os.path.join(ROOT, "tools", "ref_logits.py")
 
 
 class Fixture:
-    """What spread.py needs of tests/golden/logits-NAME.{txt,f32}."""
+    """What spread.py needs of tests/golden/avx512/logits-NAME.{txt,f32}."""
 
     def __init__(self, name):
         f = read_fixture(os.path.join(GOLDEN, f"logits-{name}.txt"))
@@ -191,7 +193,7 @@ def main():
     results = {p: [] for p in pairs}  # pair -> [(fixture, numbers)]
     stored = {s.name: [] for s in sources}  # source -> fixtures, with the difference where there is one
     with tempfile.TemporaryDirectory() as tmp:
-        for name in a.fixtures or fixture_names():
+        for name in a.fixtures or fixture_names("avx512"):
             fx = Fixture(name)
             gguf = fx.gguf(tmp)
             logits = {}

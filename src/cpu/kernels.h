@@ -1,9 +1,11 @@
 // kernels.h — the CPU backend's inner loops, chosen once by CPU feature.
 //
 // Each kernel computes bitwise what its scalar reference computes (named
-// below: quant.c and exact.c, whose float order is llama.cpp's), for every
-// input but NaN, whose payload may differ; tests/test_cpu_kernels.c holds
-// every set this CPU runs to the scalar one.
+// below: quant.c and exact.c, whose float order is llama.cpp's) in its set's
+// order (exact.h: the AVX2 set follows llama.cpp's AVX2 build, the AVX-512
+// set its AVX-512 build), for every input but NaN, whose payload may differ;
+// tests/test_cpu_kernels.c holds every set this CPU runs to the scalar set
+// of the same order.
 #ifndef SEAM_CPU_KERNELS_H
 #define SEAM_CPU_KERNELS_H
 
@@ -152,7 +154,8 @@ typedef void (*cpu_rmsnorm_rows_fn)(float *out, const float *x, const float *wei
 typedef uint64_t (*cpu_int8_probe_fn)(uint64_t rounds);
 
 typedef struct {
-    const char *name;                 // "avx512", "avx2", "scalar": which set was chosen
+    const char *name;   // "avx512", "avx2", "scalar-avx2", "scalar-avx512": which set was chosen
+    exact_order order;  // the llama.cpp build whose float order it follows
     cpu_dot_fn dot[GGML_TYPE_COUNT];  // per weight type; every supported type is set
     cpu_attn_values_run_fn values_run;
     cpu_attn_values_end_fn values_end;
@@ -170,26 +173,34 @@ typedef struct {
 } cpu_kernels;
 
 // The fastest kernels this CPU runs, with the scalar reference filling every
-// gap; decided on the first call (thread-safe), then a constant. The
-// environment variable SEAM_KERNELS=scalar|avx2|avx512 picks a slower set
-// instead (for benchmarks).
+// gap; decided on the first call (thread-safe), then a constant. So seam's
+// order is that of the llama.cpp a pip install builds on this CPU: AVX-512
+// on a Zen 4, AVX2 on a Zen 3. The environment variable SEAM_KERNELS picks
+// another set by name (for benchmarks, and for the tests of the other
+// order): avx2, avx512, scalar-avx2, scalar-avx512, or scalar (the scalar
+// set in the fastest set's order); a name this CPU cannot run is an error.
 const cpu_kernels *cpu_kernels_get(void);
 
-// Every set this CPU runs, from the scalar one (seam_vec_dot row by row for
-// every type; exact_attention_values_run/_end and exact_attention_flash_run/
-// _end, seam_f32_to_f16, the quantisers,
-// exact_softmax, exact_swiglu, the scalar rotation) first to the fastest
-// last; returns how many.
-#define CPU_KERNEL_SETS 3
+// Every set this CPU runs, the scalar ones first (one per order:
+// seam_vec_dot row by row for every type; exact_attention_values_run/_end
+// and exact_attention_flash_run/_end, seam_f32_to_f16, the quantisers,
+// exact_softmax, exact_swiglu, the scalar rotation), the fastest last;
+// returns how many.
+#define CPU_KERNEL_SETS 4
 int cpu_kernels_all(const cpu_kernels *sets[CPU_KERNEL_SETS]);
 
-// The AVX2 + FMA + F16C kernels (matvec_avx2.c): fills dot[] for the types
-// it covers and the other kernels. Call only when the CPU has those features.
-void cpu_kernels_fill_avx2(cpu_kernels *k);
+// The scalar set of an order.
+const cpu_kernels *cpu_kernels_reference(exact_order order);
+
+// The AVX2 + FMA + F16C kernels (matvec_avx2.c) in either order: fills dot[]
+// for the types it covers and the other kernels (in the AVX-512 order all
+// but the softmax, which cpu_kernels_fill_avx512 brings). Call only when the
+// CPU has those features.
+void cpu_kernels_fill_avx2(cpu_kernels *k, exact_order order);
 
 // The AVX-512 BW/VL + VNNI kernels (matvec_avx512.c): replaces the quantised
-// dots (K types, Q4_0/Q5_0/Q8_0) of an AVX2 set, and its attention kernels
-// below. Call only when the CPU has those features.
+// dots (K types, Q4_0/Q5_0/Q8_0) of an AVX2 set in the AVX-512 order, and its
+// attention kernels below. Call only when the CPU has those features.
 void cpu_kernels_fill_avx512(cpu_kernels *k);
 // Its attention kernels (attention_avx512.c): the f16 scores and the grouped
 // values; cpu_kernels_fill_avx512 calls it.

@@ -8,9 +8,10 @@
 // to turn blocks into products faster than DRAM delivers them (~10 GB/s per
 // core here), with room to spare, or compute and memory stop overlapping.
 // The arithmetic is the reference's, step for step -- the integer paths are
-// llama.cpp's AVX2 kernels (ggml-cpu/arch/x86/quants.c), the float ones its
-// AVX-512 vector code, both of which quant.c and exact.c transcribe -- so
-// every result here is bitwise the reference's.
+// llama.cpp's AVX2 kernels (ggml-cpu/arch/x86/quants.c), which both of its
+// x86 builds run, the float ones its vector code in the order of either
+// build (exact.h), all of which quant.c and exact.c transcribe -- so every
+// result here is bitwise the reference's in the set's order.
 #include <math.h>
 #include <stddef.h>
 
@@ -40,89 +41,94 @@ KTILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_madd, false, 4)
 KTILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_madd, false, 4)
 
 // ---------------------------------------------------------------------------
-// F32 and F16 weights (reference: exact_dot_f32/f16, src/numeric/exact.c, which are
-// llama.cpp's AVX-512 ggml_vec_dot_f32/f16): per 64 elements, four 16-lane
-// accumulators of fused multiply-adds, here each as two 8-lane halves; the
-// 16-lane reduction is lane for lane the same.
+// F32 and F16 weights (reference: exact_dot_f32/f16, src/numeric/exact.c,
+// llama.cpp's ggml_vec_dot_f32/f16), in either build's order. A step is four
+// accumulators of the build's lanes: the AVX2 build's 4 x 8 lanes are four
+// registers here, the AVX-512 build's 4 x 16 eight (accumulator j's lanes
+// 0-7 and 8-15 in acc[2j], acc[2j + 1]). `wide` picks the AVX-512 order; it
+// is a constant wherever these are inlined.
 
-// acc[2j], acc[2j + 1]: lanes 0-7 and 8-15 of accumulator j. Folded as
-// GGML_F32x16_REDUCE: 0 += 2, 1 += 3, 0 += 1, then halves, quarters, pairs.
-static inline float reduce_4x16(const __m256 acc[8]) {
+static inline int step_of(bool wide) { return wide ? 64 : 32; }
+
+// The accumulators folded as GGML_F32x16_REDUCE (0 += 2, 1 += 3, 0 += 1,
+// then halves, quarters, pairs) or GGML_F32x8_REDUCE (the same folds, then
+// halves and two hadds).
+static inline float reduce_step(bool wide, const __m256 acc[8]) {
+    if (!wide) {
+        const __m256 x = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+        __m128 t = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+        t = _mm_hadd_ps(t, t);
+        return _mm_cvtss_f32(_mm_hadd_ps(t, t));
+    }
     const __m256 lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
     const __m256 hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
     const __m256 t3 = _mm256_add_ps(hi, lo);
     return hsum4(_mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3)));
 }
 
-// x (n f16 or f32) . y, the 64-element blocks; returns the reduced sum and
-// the count done, n & ~63 (0: no blocks, and no reduction either).
-static inline __attribute__((always_inline)) float blocks_64(bool half, const void *x, const void *y, int64_t n,
-                                                             int64_t *done) {
-    *done = n & ~(int64_t)63;
+// x (n f16 or f32) . y (f32, or like x), the whole steps; returns the
+// reduced sum and the count done, n - n % step (0: no steps, and no
+// reduction either).
+static inline __attribute__((always_inline)) float float_steps(bool wide, bool half, bool y_f32, const void *x,
+                                                               const void *y, int64_t n, int64_t *done) {
+    const int step = step_of(wide), nacc = step / 8;
+    *done = n - n % step;
     if (!*done) return 0.0f;
     __m256 acc[8];
-    for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < *done; i += 64) {
-        for (int k = 0; k < 8; k++) {
+    for (int k = 0; k < nacc; k++) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < *done; i += step)
+        for (int k = 0; k < nacc; k++) {
             const int64_t e = i + 8 * k;
             const __m256 xv = half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const seam_f16 *)x + e)))
                                    : _mm256_loadu_ps((const float *)x + e);
-            const __m256 yv = half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const seam_f16 *)y + e)))
-                                   : _mm256_loadu_ps((const float *)y + e);
+            const __m256 yv = half && !y_f32
+                                  ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const seam_f16 *)y + e)))
+                                  : _mm256_loadu_ps((const float *)y + e);
             acc[k] = _mm256_fmadd_ps(xv, yv, acc[k]);
         }
-    }
-    return reduce_4x16(acc);
+    return reduce_step(wide, acc);
 }
 
-// The leftovers (n % 64) fused into the float sum one by one.
-static inline __attribute__((always_inline)) float f32_row(const void *wv, const void *av, int64_t n) {
+// The leftovers fused into the float sum one by one.
+static inline __attribute__((always_inline)) float f32_row(bool wide, const void *wv, const void *av, int64_t n) {
     const float *w = wv, *a = av;
     int64_t i;
-    float sum = blocks_64(false, w, a, n, &i);
+    float sum = float_steps(wide, false, false, w, a, n, &i);
     for (; i < n; i++) sum = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(w[i]), _mm_set_ss(a[i]), _mm_set_ss(sum)));
     return sum;
 }
 
-// The leftovers (n % 64) added in double, each product formed in float.
-static inline __attribute__((always_inline)) float f16_row(const void *wv, const void *av, int64_t n) {
+// The leftovers added in double, each product formed in float.
+static inline __attribute__((always_inline)) float f16_row(bool wide, const void *wv, const void *av, int64_t n) {
     const seam_f16 *w = wv, *a = av;
     int64_t i;
-    double sum = blocks_64(true, w, a, n, &i);
+    double sum = float_steps(wide, true, false, w, a, n, &i);
     for (; i < n; i++) sum += (double)(f16_to_f32(w[i]) * f16_to_f32(a[i]));
     return (float)sum;
 }
 
-ROWS_KERNEL(dot_f32, f32_row)
+static float f32_row_avx2(const void *w, const void *a, int64_t n) { return f32_row(false, w, a, n); }
+static float f32_row_avx512(const void *w, const void *a, int64_t n) { return f32_row(true, w, a, n); }
+static float f16_row_avx2(const void *w, const void *a, int64_t n) { return f16_row(false, w, a, n); }
+static float f16_row_avx512(const void *w, const void *a, int64_t n) { return f16_row(true, w, a, n); }
+ROWS_KERNEL(dot_f32_avx2, f32_row_avx2)
+ROWS_KERNEL(dot_f32_avx512, f32_row_avx512)
 
 // F16 rows against one f16 vector -- attention's scores, one key row per
 // position against the query: the vector is converted to f32 once (exactly,
-// as every conversion of an f16 is), and each row's blocks of 64 take it
-// from there, so a row costs one conversion per 8 elements, not two.
-static inline __attribute__((always_inline)) double f16_f32_blocks(const seam_f16 *w, const float *y, int64_t n) {
-    const int64_t done = n & ~(int64_t)63;
-    if (!done) return 0.0;
-    __m256 acc[8];
-    for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < done; i += 64)
-        for (int k = 0; k < 8; k++) {
-            const int64_t e = i + 8 * k;
-            acc[k] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + e))), _mm256_loadu_ps(y + e),
-                                     acc[k]);
-        }
-    return reduce_4x16(acc);
-}
-
-// The leftovers past the blocks (n % 64: all of a head of 32) are products
-// added one by one in double, a chain of dependent additions as long as the
-// leftovers -- at a head of 32 a score's whole cost, in latency. So rows go
-// eight at a time: 8 x 8 products formed in rows, transposed so that a
-// register holds one element of the eight rows, and each row's sum runs in
-// its own double lane, in its own order (sum[r] holds the blocks' sum;
-// transpose8 is simd_x86.h's).
-
-static inline void f16_leftovers_8(const uint8_t *rows, size_t row_bytes, const float *y, int64_t n, double sum[8]) {
-    const int64_t from = n & ~(int64_t)63, vec = from + ((n - from) & ~(int64_t)7);
+// as every conversion of an f16 is), and each row's steps take it from
+// there, so a row costs one conversion per 8 elements, not two.
+//
+// The leftovers past the steps (all of a head of 32 in the AVX-512 order)
+// are products added one by one in double, a chain of dependent additions
+// as long as the leftovers -- at a head of 32 a score's whole cost, in
+// latency. So rows go eight at a time: 8 x 8 products formed in rows,
+// transposed so that a register holds one element of the eight rows, and
+// each row's sum runs in its own double lane, in its own order (sum[r] holds
+// the steps' sum; transpose8 is simd_x86.h's).
+static inline void f16_leftovers_8(bool wide, const uint8_t *rows, size_t row_bytes, const float *y, int64_t n,
+                                   double sum[8]) {
+    const int64_t from = n - n % step_of(wide), vec = from + ((n - from) & ~(int64_t)7);
     __m256d lo = _mm256_loadu_pd(sum), hi = _mm256_loadu_pd(sum + 4);  // rows 0-3, 4-7
     for (int64_t i = from; i < vec; i += 8) {
         const __m256 yv = _mm256_loadu_ps(y + i);
@@ -142,14 +148,16 @@ static inline void f16_leftovers_8(const uint8_t *rows, size_t row_bytes, const 
             sum[r] += (double)(f16_to_f32(((const seam_f16 *)(rows + r * row_bytes))[i]) * y[i]);
 }
 
-static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
-                    size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
+static inline __attribute__((always_inline)) void dot_f16(bool wide, uint32_t type, const void *w, size_t row_bytes,
+                                                          int64_t n_rows, const void *act, size_t act_stride,
+                                                          int n_act, int64_t n, float *out, int64_t ldo) {
     enum { HOISTED = 1024 };  // longer vectors (F16 weight matrices) convert as they go
+    const int64_t from = n - n % step_of(wide);
     for (int j = 0; j < n_act; j++) {
         const seam_f16 *a = (const seam_f16 *)((const uint8_t *)act + (size_t)j * act_stride);
         float *o = out + (int64_t)j * ldo;
         if (n > HOISTED) {
-            dot_rows(f16_row, type, w, row_bytes, n_rows, a, n, o);
+            dot_rows(wide ? f16_row_avx512 : f16_row_avx2, type, w, row_bytes, n_rows, a, n, o);
             continue;
         }
         float y[HOISTED];
@@ -157,25 +165,34 @@ static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_ro
         const uint8_t *base = w;
         const size_t used = (size_t)n * sizeof(seam_f16);
         prefetch_start(base, n_rows, row_bytes, used);
-        int64_t r = 0;
-        if (n % 64 >= 8)
+        int64_t r = 0, done;
+        if (n - from >= 8)
             for (; r + 8 <= n_rows; r += 8) {
                 double sum[8];
                 for (int k = 0; k < 8; k++) {
                     prefetch_row(base, r + k, n_rows, row_bytes, used);
-                    sum[k] = f16_f32_blocks((const seam_f16 *)(base + (size_t)(r + k) * row_bytes), y, n);
+                    sum[k] = float_steps(wide, true, true, base + (size_t)(r + k) * row_bytes, y, n, &done);
                 }
-                f16_leftovers_8(base + (size_t)r * row_bytes, row_bytes, y, n, sum);
+                f16_leftovers_8(wide, base + (size_t)r * row_bytes, row_bytes, y, n, sum);
                 for (int k = 0; k < 8; k++) o[r + k] = (float)sum[k];
             }
         for (; r < n_rows; r++) {
             prefetch_row(base, r, n_rows, row_bytes, used);
             const seam_f16 *row = (const seam_f16 *)(base + (size_t)r * row_bytes);
-            double sum = f16_f32_blocks(row, y, n);
-            for (int64_t i = n & ~(int64_t)63; i < n; i++) sum += (double)(f16_to_f32(row[i]) * y[i]);
+            double sum = float_steps(wide, true, true, row, y, n, &done);
+            for (int64_t i = from; i < n; i++) sum += (double)(f16_to_f32(row[i]) * y[i]);
             o[r] = (float)sum;
         }
     }
+}
+
+static void dot_f16_avx2(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
+                         size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
+    dot_f16(false, type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);
+}
+static void dot_f16_avx512(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
+                           size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
+    dot_f16(true, type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);
 }
 
 // ---------------------------------------------------------------------------
@@ -284,24 +301,26 @@ static void quantize_q8_K(const float *x, block_q8_K *y, int64_t n) {
 
 // ---------------------------------------------------------------------------
 // Attention's weighted sum of values (reference: exact_attention_values_run
-// and _end in src/numeric/exact.c): position t feeds lane t % 16 of accumulator (t / 16) % 4 of
-// every output dimension, in order of t -- 64 lanes per dimension, lane
-// t % 64. Here a lane's positions for 8 dimensions run in one register, so
-// a position costs a load and a fused multiply-add, not a round trip of the
-// accumulators through memory; the lanes go to scratch (64 rows of head_dim
-// floats) once per chunk of positions, and the final 4 x 16 reduction runs
-// across d, 8 at a time, each float operation the reference's.
+// and _end in src/numeric/exact.c): position t feeds lane t % lanes of
+// accumulator (t / lanes) % 4 of every output dimension, in order of t --
+// 4 x lanes per dimension (64 in the AVX-512 order, 32 in the AVX2 one),
+// lane t % (4 x lanes). Here a lane's positions for 8 dimensions run in one
+// register, so a position costs a load and a fused multiply-add, not a
+// round trip of the accumulators through memory; the lanes go to scratch
+// (one row of head_dim floats each) once per chunk of positions, and the
+// final reduction runs across d, 8 at a time, each float operation the
+// reference's.
 #define ATTN_CHUNK 1024  // positions whose f16-rounded weights sit on the stack at once (a multiple of 64)
 
-// One lane's positions first, first + 64, .. < end for 8 * nk dimensions:
+// One lane's positions first, first + span, .. < end for 8 * nk dimensions:
 // nk independent chains of fused multiply-adds in registers. Position t's
 // row is v + (t % ring) * stride, its row index kept as it goes.
 static inline __attribute__((always_inline)) void lane_values(int nk, float *acc, bool fresh, const float *p,
-                                                              const seam_f16 *v, int first, int end, int64_t stride,
-                                                              int ring) {
+                                                              const seam_f16 *v, int first, int end, int span,
+                                                              int64_t stride, int ring) {
     __m256 a[8];
     for (int k = 0; k < nk; k++) a[k] = fresh ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + 8 * k);
-    for (int t = first, r = first % ring; t < end; t += 64, r = r + 64 < ring ? r + 64 : (r + 64) % ring) {
+    for (int t = first, r = first % ring; t < end; t += span, r = r + span < ring ? r + span : (r + span) % ring) {
         const __m256 pt = _mm256_set1_ps(p[t]);
         const seam_f16 *row = v + (int64_t)r * stride;
         for (int k = 0; k < nk; k++)
@@ -310,26 +329,27 @@ static inline __attribute__((always_inline)) void lane_values(int nk, float *acc
     for (int k = 0; k < nk; k++) _mm256_storeu_ps(acc + 8 * k, a[k]);
 }
 
-static void values_run(float *acc, const float *w, const seam_f16 *v, int c0, int c1, int t0, int head_dim,
-                       int64_t stride, int ring) {
-    const int vec = head_dim & ~7;
+static inline __attribute__((always_inline)) void values_run(bool wide, float *acc, const float *w,
+                                                             const seam_f16 *v, int c0, int c1, int t0, int head_dim,
+                                                             int64_t stride, int ring) {
+    const int vec = head_dim & ~7, span = step_of(wide);
     const size_t hd = (size_t)head_dim;
     float p[ATTN_CHUNK];
     for (int k0 = c0; k0 < c1; k0 += ATTN_CHUNK) {
         const int k1 = c1 - k0 < ATTN_CHUNK ? c1 : k0 + ATTN_CHUNK;
         for (int t = k0; t < k1; t++) p[t - k0] = f16_to_f32(to_f16_1(w[t]));
-        // every lane, also one no position reaches (fewer than 64 positions
-        // from t0), which the first chunk sets to +0
-        for (int lane = 0; lane < 64; lane++) {
-            const int first = k0 + ((lane - k0 % 64) + 64) % 64;
+        // every lane, also one no position reaches (fewer than span
+        // positions from t0), which the first chunk sets to +0
+        for (int lane = 0; lane < span; lane++) {
+            const int first = k0 + ((lane - k0 % span) + span) % span;
             float *a = acc + (size_t)lane * hd;
             const bool fresh = k0 == t0;
             int d = 0;
-            for (; d + 64 <= vec; d += 64) lane_values(8, a + d, fresh, p - k0, v + d, first, k1, stride, ring);
-            for (; d < vec; d += 8) lane_values(1, a + d, fresh, p - k0, v + d, first, k1, stride, ring);
+            for (; d + 64 <= vec; d += 64) lane_values(8, a + d, fresh, p - k0, v + d, first, k1, span, stride, ring);
+            for (; d < vec; d += 8) lane_values(1, a + d, fresh, p - k0, v + d, first, k1, span, stride, ring);
             for (; d < head_dim; d++) {
                 float x = fresh ? 0.0f : a[d];
-                for (int t = first; t < k1; t += 64)
+                for (int t = first; t < k1; t += span)
                     x = fmaf(f16_to_f32(v[(int64_t)(t % ring) * stride + d]), p[t - k0], x);
                 a[d] = x;
             }
@@ -337,34 +357,53 @@ static void values_run(float *acc, const float *w, const seam_f16 *v, int c0, in
     }
 }
 
-static void values_end(float *out, float *acc, int head_dim) {
-    const int vec = head_dim & ~7;
+// The 4 x lanes lanes of each d folded as exact.c's reduce_4: 0 += 2, 1 +=
+// 3, 0 += 1 on each lane, then halves, quarters and pairs (AVX-512) or
+// halves and two hadds (AVX2).
+static inline __attribute__((always_inline)) void values_end(bool wide, float *out, float *acc, int head_dim) {
+    const int vec = head_dim & ~7, lanes = wide ? 16 : 8;
     const size_t hd = (size_t)head_dim;
-    // per d: 0 += 2, 1 += 3, 0 += 1 on each of the 16 lanes, then halves, quarters, pairs
     const float *a = acc;
-#define A(j, l) (a + ((j)*16 + (l)) * hd + d)
+#define A(j, l) (a + ((j) * lanes + (l)) * hd + d)
     int d = 0;
     for (; d < vec; d += 8) {
         __m256 x[16];
-        for (int l = 0; l < 16; l++) {
+        for (int l = 0; l < lanes; l++) {
             const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(A(0, l)), _mm256_loadu_ps(A(2, l)));
             const __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(A(1, l)), _mm256_loadu_ps(A(3, l)));
             x[l] = _mm256_add_ps(x0, x1);
         }
-        __m256 t3[8], t6[4];
-        for (int i = 0; i < 8; i++) t3[i] = _mm256_add_ps(x[8 + i], x[i]);
-        for (int i = 0; i < 4; i++) t6[i] = _mm256_add_ps(t3[4 + i], t3[i]);
-        _mm256_storeu_ps(out + d, _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3])));
+        __m256 sum;
+        if (wide) {
+            __m256 t3[8], t6[4];
+            for (int i = 0; i < 8; i++) t3[i] = _mm256_add_ps(x[8 + i], x[i]);
+            for (int i = 0; i < 4; i++) t6[i] = _mm256_add_ps(t3[4 + i], t3[i]);
+            sum = _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3]));
+        } else {
+            __m256 t[4];
+            for (int i = 0; i < 4; i++) t[i] = _mm256_add_ps(x[i], x[4 + i]);
+            sum = _mm256_add_ps(_mm256_add_ps(t[0], t[1]), _mm256_add_ps(t[2], t[3]));
+        }
+        _mm256_storeu_ps(out + d, sum);
     }
     for (; d < head_dim; d++) {
-        float x[16], t3[8], t6[4];
-        for (int l = 0; l < 16; l++) x[l] = (*A(0, l) + *A(2, l)) + (*A(1, l) + *A(3, l));
-        for (int i = 0; i < 8; i++) t3[i] = x[8 + i] + x[i];
-        for (int i = 0; i < 4; i++) t6[i] = t3[4 + i] + t3[i];
-        out[d] = (t6[0] + t6[2]) + (t6[1] + t6[3]);
+        float x[16];
+        for (int l = 0; l < lanes; l++) x[l] = (*A(0, l) + *A(2, l)) + (*A(1, l) + *A(3, l));
+        out[d] = wide ? exact_reduce16(x) : exact_reduce8_hadd(x);
     }
 #undef A
 }
+
+static void values_run_avx2(float *acc, const float *w, const seam_f16 *v, int c0, int c1, int t0, int head_dim,
+                            int64_t stride, int ring) {
+    values_run(false, acc, w, v, c0, c1, t0, head_dim, stride, ring);
+}
+static void values_run_avx512(float *acc, const float *w, const seam_f16 *v, int c0, int c1, int t0, int head_dim,
+                              int64_t stride, int ring) {
+    values_run(true, acc, w, v, c0, c1, t0, head_dim, stride, ring);
+}
+static void values_end_avx2(float *out, float *acc, int head_dim) { values_end(false, out, acc, head_dim); }
+static void values_end_avx512(float *out, float *acc, int head_dim) { values_end(true, out, acc, head_dim); }
 
 // ---------------------------------------------------------------------------
 // Flash attention's online softmax and sum of values (reference:
@@ -451,12 +490,14 @@ static void flash_end(float *out, float *state, uint32_t v_type, int head_dim) {
 
 // ---------------------------------------------------------------------------
 // exp, softmax and SwiGLU (reference: exact_expf, exact_softmax, exact_swiglu
-// in src/numeric/exact.c, which transcribe llama.cpp's AVX-512 ggml_v_expf and the
-// softmax and SwiGLU built on it): the same fused multiply-adds, 8 lanes at
-// a time. _mm512_scalef_ps(j, n) has no AVX2 form; j * 2^n is formed in two
-// exact power-of-two steps instead (|n| <= 192, j near 1: the first product
-// stays normal, so only the second rounds, as scalef and ldexpf do).
-static inline __m256 expf8(__m256 x) {
+// in src/numeric/exact.c, which transcribe llama.cpp's two ggml_v_expf and
+// the softmax and SwiGLU built on them), 8 lanes at a time in either order.
+
+// The AVX-512 build's exp: _mm512_scalef_ps(j, n) has no AVX2 form; j * 2^n
+// is formed in two exact power-of-two steps instead (|n| <= 192, j near 1:
+// the first product stays normal, so only the second rounds, as scalef and
+// ldexpf do).
+static inline __m256 expf8_avx512(__m256 x) {
     const __m256 r = _mm256_set1_ps(EXACT_EXPF_ROUND);
     const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(EXACT_EXPF_LOG2E), r), r);
     const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXACT_EXPF_LN2_LO),
@@ -477,7 +518,42 @@ static inline __m256 expf8(__m256 x) {
     return _mm256_blendv_ps(_mm256_blendv_ps(res, alt, big), n, _mm256_cmp_ps(n, n, _CMP_UNORD_Q));
 }
 
-static void softmax(float *x, int t0, int t1, int n) {
+// The AVX2 build's exp: 2^n as k, z's low bits moved into the exponent
+// field, and exp = k + k j in one fused step; lanes with |n| > 126 (rare:
+// results near the ends of the float range) through two scale factors
+// s2 * s1, whose exponents each stay in range, and past 192 to 0 or
+// infinity (s1 * s1).
+static inline __m256 expf8_avx2(__m256 x) {
+    const __m256 r = _mm256_set1_ps(EXACT_EXPF_ROUND);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(EXACT_EXPF_LOG2E), r);
+    const __m256 n = _mm256_sub_ps(z, r);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXACT_EXPF_LN2_LO),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(EXACT_EXPF_LN2_HI), x));
+    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+    const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1.0f))));
+    const __m256 abs_n = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(EXACT_EXPF_C5), b, _mm256_set1_ps(EXACT_EXPF_C4)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(EXACT_EXPF_C3), b, _mm256_set1_ps(EXACT_EXPF_C2))),
+        u, _mm256_mul_ps(_mm256_set1_ps(EXACT_EXPF_C1), b));
+    const __m256 fast = _mm256_fmadd_ps(j, k, k);
+    const __m256 far = _mm256_cmp_ps(abs_n, _mm256_set1_ps(126), _CMP_GT_OQ);
+    if (!_mm256_movemask_ps(far)) return fast;
+    const __m256i g = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ)),
+                                       _mm256_set1_epi32((int)0x82000000u));
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_add_epi32(g, _mm256_set1_epi32(0x7f000000)));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_sub_epi32(e, g));
+    const __m256 scaled = _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1);
+    const __m256 out = _mm256_blendv_ps(fast, scaled, far);
+    return _mm256_blendv_ps(out, _mm256_mul_ps(s1, s1), _mm256_cmp_ps(abs_n, _mm256_set1_ps(192), _CMP_GT_OQ));
+}
+
+static inline __m256 expf8(bool wide, __m256 x) { return wide ? expf8_avx512(x) : expf8_avx2(x); }
+
+// The AVX2 build's softmax (the AVX-512 set has its own): chunks of 8 from
+// 0, each chunk's exponentials summed as hsum8 and added in double.
+static void softmax_avx2(float *x, int t0, int t1, int n) {
     __m256 m8 = _mm256_set1_ps(-INFINITY);
     int t = t0;
     for (; t + 8 <= t1; t += 8) m8 = _mm256_max_ps(_mm256_loadu_ps(x + t), m8);  // NaN-blind, as x > max
@@ -486,21 +562,15 @@ static void softmax(float *x, int t0, int t1, int n) {
     float max = _mm_cvtss_f32(_mm_max_ss(_mm_movehdup_ps(m4), m4));
     for (; t < t1; t++) max = x[t] > max ? x[t] : max;
     double sum = 0.0;
-    const int n_vec = n & ~15;
-    for (int c = t0 / 16 * 16; c < t1 && c < n_vec; c += 16) {
-        __m256 half[2];
-        for (int h = 0; h < 2; h++) {
-            const int c8 = c + 8 * h;
-            const __m256i pos = _mm256_add_epi32(_mm256_set1_epi32(c8), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-            const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(t0), pos),
-                                                   _mm256_cmpgt_epi32(_mm256_set1_epi32(t1), pos));
-            const __m256 e = expf8(_mm256_sub_ps(_mm256_maskload_ps(x + c8, in), _mm256_set1_ps(max)));
-            half[h] = _mm256_and_ps(e, _mm256_castsi256_ps(in));  // a masked position is exp(-inf) = 0
-            _mm256_maskstore_ps(x + c8, in, half[h]);
-        }
-        // exact_reduce16: halves, quarters, pairs
-        const __m256 t3 = _mm256_add_ps(half[1], half[0]);
-        sum += (double)hsum4(_mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3)));
+    const int n_vec = n & ~7;
+    for (int c = t0 & ~7; c < t1 && c < n_vec; c += 8) {
+        const __m256i pos = _mm256_add_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(t0), pos),
+                                               _mm256_cmpgt_epi32(_mm256_set1_epi32(t1), pos));
+        const __m256 e = expf8_avx2(_mm256_sub_ps(_mm256_maskload_ps(x + c, in), _mm256_set1_ps(max)));
+        const __m256 chunk = _mm256_and_ps(e, _mm256_castsi256_ps(in));  // a masked position is exp(-inf) = 0
+        _mm256_maskstore_ps(x + c, in, chunk);
+        sum += (double)hsum8(chunk);
     }
     for (t = n_vec > t0 ? n_vec : t0; t < t1; t++) {
         x[t] = expf(x[t] - max);
@@ -509,6 +579,8 @@ static void softmax(float *x, int t0, int t1, int n) {
     const float scale = (float)(1.0 / sum);
     for (t = t0; t < t1; t++) x[t] *= scale;
 }
+
+
 
 // cpu_rmsnorm of eight rows side by side. A row's sum of squares is a chain
 // of dependent double additions in the order of its values (llama.cpp's
@@ -553,17 +625,23 @@ static void rmsnorm_rows(float *out, const float *x, const float *weight, int ro
     }
 }
 
-static void swiglu(float *gate, const float *up, int n) {
+// silu(g) = g / (1 + exp(0 - g)) in chunks of the build's lanes, libm's
+// expf past the last whole chunk.
+static inline __attribute__((always_inline)) void swiglu(bool wide, float *gate, const float *up, int n) {
+    const int lanes = wide ? 16 : 8;
     int i = 0;
-    for (; i + 15 < n; i += 16)
-        for (int h = i; h < i + 16; h += 8) {
+    for (; i + lanes <= n; i += lanes)
+        for (int h = i; h < i + lanes; h += 8) {
             const __m256 g = _mm256_loadu_ps(gate + h);
-            const __m256 e = expf8(_mm256_sub_ps(_mm256_setzero_ps(), g));
+            const __m256 e = expf8(wide, _mm256_sub_ps(_mm256_setzero_ps(), g));
             _mm256_storeu_ps(gate + h, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)),
                                                      _mm256_loadu_ps(up + h)));
         }
     for (; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
+
+static void swiglu_avx2(float *gate, const float *up, int n) { swiglu(false, gate, up, n); }
+static void swiglu_avx512(float *gate, const float *up, int n) { swiglu(true, gate, up, n); }
 
 // ---------------------------------------------------------------------------
 // RoPE (reference: rope_ref in ops.c): 8 pairs at a time, the same fused
@@ -620,24 +698,26 @@ static uint64_t int8_probe(uint64_t rounds) {
     return rounds * CPU_INT8_PROBE_CHAINS * 32;
 }
 
-void cpu_kernels_fill_avx2(cpu_kernels *k) {
+void cpu_kernels_fill_avx2(cpu_kernels *k, exact_order order) {
+    const bool wide = order == EXACT_ORDER_AVX512;
     k->name = "avx2";
-    k->dot[GGML_TYPE_F32] = dot_f32;
-    k->dot[GGML_TYPE_F16] = dot_f16;
+    k->order = order;
+    k->dot[GGML_TYPE_F32] = wide ? dot_f32_avx512 : dot_f32_avx2;
+    k->dot[GGML_TYPE_F16] = wide ? dot_f16_avx512 : dot_f16_avx2;
     k->dot[GGML_TYPE_Q4_0] = dot_q4_0;
     k->dot[GGML_TYPE_Q5_0] = dot_q5_0;
     k->dot[GGML_TYPE_Q8_0] = dot_q8_0;
     k->dot[GGML_TYPE_Q4_K] = dot_q4_K;
     k->dot[GGML_TYPE_Q6_K] = dot_q6_K;
-    k->values_run = values_run;
-    k->values_end = values_end;
+    k->values_run = wide ? values_run_avx512 : values_run_avx2;
+    k->values_end = wide ? values_end_avx512 : values_end_avx2;
     k->flash_run = flash_run;
     k->flash_end = flash_end;
     k->to_f16 = to_f16;
     k->quantize_q8_K = quantize_q8_K;
     k->quantize_q8_0 = quantize_q8_0;
-    k->softmax = softmax;
-    k->swiglu = swiglu;
+    k->softmax = wide ? NULL : softmax_avx2;  // the AVX-512 set brings its own
+    k->swiglu = wide ? swiglu_avx512 : swiglu_avx2;
     k->rope = rope;
     k->rmsnorm_rows = rmsnorm_rows;
     k->int8_probe = int8_probe;

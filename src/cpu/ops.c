@@ -6,6 +6,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,13 +62,31 @@ uint64_t cpu_tiles_stack_bytes(int64_t n) {
     return k_tiles > micro ? k_tiles : micro;
 }
 
-static void dot_rows_ref(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
-                         size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
+static void dot_rows_ref(exact_order o, uint32_t type, const void *w, size_t row_bytes, int64_t n_rows,
+                         const void *act, size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
     for (int j = 0; j < n_act; j++)
         for (int64_t r = 0; r < n_rows; r++)
-            out[j * ldo + r] =
-                seam_vec_dot(type, (const uint8_t *)w + r * row_bytes, (const uint8_t *)act + j * act_stride, n);
+            out[j * ldo + r] = seam_vec_dot(o, type, (const uint8_t *)w + r * row_bytes,
+                                            (const uint8_t *)act + j * act_stride, n);
 }
+
+// exact.c's functions of an order bound to it, for the scalar set of that
+// order (the kernel slots take no order: a set has one).
+#define REFERENCE_IN_ORDER(sfx, ORDER)                                                                            \
+    static void dot_rows_##sfx(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,  \
+                               size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {               \
+        dot_rows_ref(ORDER, type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);                     \
+    }                                                                                                             \
+    static void values_run_##sfx(float *acc, const float *w, const seam_f16 *v, int c0, int c1, int t0, int hd,   \
+                                 int64_t stride, int ring) {                                                      \
+        exact_attention_values_run(ORDER, acc, w, v, c0, c1, t0, hd, stride, ring);                               \
+    }                                                                                                             \
+    static void values_end_##sfx(float *out, float *acc, int hd) { exact_attention_values_end(ORDER, out, acc, hd); } \
+    static void softmax_##sfx(float *x, int t0, int t1, int n) { exact_softmax(ORDER, x, t0, t1, n); }           \
+    static void swiglu_##sfx(float *gate, const float *up, int n) { exact_swiglu(ORDER, gate, up, n); }
+REFERENCE_IN_ORDER(avx2, EXACT_ORDER_AVX2)
+REFERENCE_IN_ORDER(avx512, EXACT_ORDER_AVX512)
+#undef REFERENCE_IN_ORDER
 
 // One head's rotation: NEOX pairs (i, i + half), normal pairs (2i, 2i+1).
 static void rope_ref(float *v, int rope_dim, const float *cos_t, const float *sin_t, bool neox) {
@@ -91,44 +110,60 @@ static void to_f16_ref(seam_f16 *dst, const float *src, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = seam_f32_to_f16(src[i]);
 }
 
-static cpu_kernels sets[CPU_KERNEL_SETS];  // scalar, then each instruction set this CPU runs
+static cpu_kernels sets[CPU_KERNEL_SETS];  // the scalar sets, then each instruction set this CPU runs
 static int n_sets, chosen;
 static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
 
-static void kernels_init(void) {
-    cpu_kernels *k = &sets[n_sets++];
-    k->name = "scalar";
-    for (int t = 0; t < GGML_TYPE_COUNT; t++) k->dot[t] = dot_rows_ref;
+static void fill_scalar(cpu_kernels *k, exact_order o) {
+    const bool wide = o == EXACT_ORDER_AVX512;
+    k->name = wide ? "scalar-avx512" : "scalar-avx2";
+    k->order = o;
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) k->dot[t] = wide ? dot_rows_avx512 : dot_rows_avx2;
     k->rmsnorm_rows = rmsnorm_rows_ref;
-    k->values_run = exact_attention_values_run;
-    k->values_end = exact_attention_values_end;
+    k->values_run = wide ? values_run_avx512 : values_run_avx2;
+    k->values_end = wide ? values_end_avx512 : values_end_avx2;
     k->flash_run = exact_attention_flash_run;
     k->flash_end = exact_attention_flash_end;
     k->to_f16 = to_f16_ref;
     k->quantize_q8_K = seam_quantize_row_q8_K;
     k->quantize_q8_0 = seam_quantize_row_q8_0;
-    k->softmax = exact_softmax;
-    k->swiglu = exact_swiglu;
+    k->softmax = wide ? softmax_avx512 : softmax_avx2;
+    k->swiglu = wide ? swiglu_avx512 : swiglu_avx2;
     k->rope = rope_ref;
+}
+
+static void kernels_init(void) {
+    for (int o = 0; o < EXACT_ORDERS; o++) fill_scalar(&sets[n_sets++], (exact_order)o);
 #if defined(__x86_64__) && defined(__GNUC__)
     // F16C is read from cpuid: clang before 16 has no "f16c" for __builtin_cpu_supports.
     unsigned eax, ebx, ecx, edx;
     const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) {
-        sets[n_sets] = sets[n_sets - 1];
-        cpu_kernels_fill_avx2(&sets[n_sets++]);
+        sets[n_sets] = sets[EXACT_ORDER_AVX2];
+        cpu_kernels_fill_avx2(&sets[n_sets++], EXACT_ORDER_AVX2);
         if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")) {
-            sets[n_sets] = sets[n_sets - 1];
+            sets[n_sets] = sets[EXACT_ORDER_AVX512];
+            cpu_kernels_fill_avx2(&sets[n_sets], EXACT_ORDER_AVX512);
             cpu_kernels_fill_avx512(&sets[n_sets++]);
         }
     }
 #endif
     chosen = n_sets - 1;
     const char *want = getenv("SEAM_KERNELS");
-    for (int i = 0; want && i < n_sets; i++)
-        if (!strcmp(want, sets[i].name)) chosen = i;
+    if (!want || !*want) return;
+    int found = -1;
+    for (int i = 0; i < n_sets; i++)
+        if (!strcmp(want, sets[i].name) || (!strcmp(want, "scalar") && i == (int)sets[chosen].order)) found = i;
+    if (found < 0) {
+        // a test or benchmark that asks for a set must not run another unawares
+        fprintf(stderr, "seam: SEAM_KERNELS=%s is not a kernel set this CPU runs (", want);
+        for (int i = 0; i < n_sets; i++) fprintf(stderr, "%s%s", i ? ", " : "", sets[i].name);
+        fprintf(stderr, ", or scalar)\n");
+        exit(2);
+    }
+    chosen = found;
 }
 
 const cpu_kernels *cpu_kernels_get(void) {
@@ -140,6 +175,11 @@ int cpu_kernels_all(const cpu_kernels *out[CPU_KERNEL_SETS]) {
     pthread_once(&kernels_once, kernels_init);
     for (int i = 0; i < n_sets; i++) out[i] = &sets[i];
     return n_sets;
+}
+
+const cpu_kernels *cpu_kernels_reference(exact_order order) {
+    pthread_once(&kernels_once, kernels_init);
+    return &sets[order];  // the scalar sets come first, in the order of exact_order
 }
 
 // ---------------------------------------------------------------- matvec

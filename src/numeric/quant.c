@@ -311,11 +311,11 @@ static float dot_ktype(uint32_t type, const void *w, const block_q8_K *a, int64_
     return hsum8(acc) + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3])) + summs;
 }
 
-float seam_vec_dot(uint32_t type, const void *w, const void *act, int64_t n) {
+float seam_vec_dot(exact_order o, uint32_t type, const void *w, const void *act, int64_t n) {
     // ggml's vector dots of float rows (exact.h); BF16 keeps vec.cpp's scalar
-    // path: float products summed in double
-    if (type == GGML_TYPE_F32) return exact_dot_f32(w, act, (int)n);
-    if (type == GGML_TYPE_F16) return exact_dot_f16(w, act, (int)n);
+    // path (float products summed in double), which neither x86 build runs
+    if (type == GGML_TYPE_F32) return exact_dot_f32(o, w, act, (int)n);
+    if (type == GGML_TYPE_F16) return exact_dot_f16(o, w, act, (int)n);
     if (type == GGML_TYPE_BF16) {
         double sum = 0;
         for (int64_t i = 0; i < n; i++) sum += (double)(load_float(type, w, i) * load_float(type, act, i));

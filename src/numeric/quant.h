@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "format/gguf.h"
+#include "numeric/exact.h"
 #include "numeric/formats.h"
 
 #ifdef __cplusplus
@@ -60,8 +61,10 @@ void seam_quantize_row_q8_0(const float *x, block_q8_0 *y, int64_t n);
 int seam_quantize_weights(uint32_t type, const float *x, void *dst, int64_t n);
 
 // Dot product of n weights (type) with n activations already quantised to
-// seam_vec_dot_type(type). NAN for a type seam does not support.
-float seam_vec_dot(uint32_t type, const void *w, const void *act, int64_t n);
+// seam_vec_dot_type(type), in the order of build o (only F32 and F16 rows
+// differ between llama.cpp's builds; its quantised dots are one AVX2 code).
+// NAN for a type seam does not support.
+float seam_vec_dot(exact_order o, uint32_t type, const void *w, const void *act, int64_t n);
 
 #ifdef __cplusplus
 }
