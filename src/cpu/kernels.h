@@ -45,7 +45,8 @@ static inline const float *cpu_q8_0_scales_of(const void *act, int64_t n) {
     return (const float *)cpu_input_extras_of(act, sizeof(block_q8_0), n / QK8_0);
 }
 
-// The AVX-512 prefill tiles' buffers, on each thread's stack: a group of
+// The AVX-512 prefill tiles' buffers, on each thread's stack (the other
+// sets keep none; cpu_kernels.tiles_stack_bytes): a group of
 // prepared inputs and a chunk of unpacked rows (more only for rows too wide
 // for one input tile or one row to fit). cpu_tiles_stack_bytes bounds them
 // for rows of n weights, for the memory prediction (memstat.c). The K
@@ -170,6 +171,10 @@ typedef struct {
     cpu_rope_fn rope;
     cpu_rmsnorm_rows_fn rmsnorm_rows;
     cpu_int8_probe_fn int8_probe;
+    // The bytes its kernels keep on a thread's stack for rows of n weights
+    // beyond a few KiB (the memory prediction counts them per thread); NULL:
+    // none.
+    uint64_t (*tiles_stack_bytes)(int64_t n);
 } cpu_kernels;
 
 // The fastest kernels this CPU runs, with the scalar reference filling every

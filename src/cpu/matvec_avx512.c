@@ -563,6 +563,7 @@ static uint64_t int8_probe(uint64_t rounds) {
 
 void cpu_kernels_fill_avx512(cpu_kernels *k) {
     k->name = "avx512";
+    k->tiles_stack_bytes = cpu_tiles_stack_bytes;
     k->dot[GGML_TYPE_Q4_K] = dot_q4_K;
     k->dot[GGML_TYPE_Q6_K] = dot_q6_K;
     k->dot[GGML_TYPE_Q4_0] = dot_q4_0;

@@ -48,11 +48,14 @@ seam_mem_prediction memstat_predict(const seam_plan *p, const seam_model *m, int
     const uint64_t mapped = m->file.mapped ? seam_align_up(m->file.size, page > 0 ? (uint64_t)page : 4096) : 0;
     const uint64_t more_threads = (uint64_t)(n_threads > 1 ? n_threads - 1 : 0) *
                                   cpu_attention_scratch_floats(p->n_ctx, c->head_dim) * sizeof(float);
-    // every thread's stack holds the prefill tiles' buffers for the widest rows
+    // every thread's stack holds the prefill tiles' buffers for the widest
+    // rows, where the kernel set keeps any
+    const cpu_kernels *kern = cpu_kernels_get();
     int64_t widest = c->n_embd > c->n_heads * c->head_dim ? c->n_embd : c->n_heads * c->head_dim;
     const int64_t ff = c->n_expert ? c->n_ff_exp : c->n_ff;
     widest = ff > widest ? ff : widest;
-    const uint64_t tiles = (uint64_t)(n_threads > 1 ? n_threads : 1) * cpu_tiles_stack_bytes(widest);
+    const uint64_t tiles =
+        kern->tiles_stack_bytes ? (uint64_t)(n_threads > 1 ? n_threads : 1) * kern->tiles_stack_bytes(widest) : 0;
     const bool gpu = plan_gpu_computed_layers(p) > 0 || p->head == DEV_GPU;
     return (seam_mem_prediction){
         .host = mapped + p->kv[DEV_CPU] + p->scratch[DEV_CPU] + more_threads + tiles + p->pinned,
