@@ -7,23 +7,25 @@
 #
 # Flavors (the flags are written here, and nowhere else):
 #   native  pip's default: no CMAKE_ARGS, so ggml builds with -march=native
-#           (on an AVX-512 machine: AVX-512, VNNI, BF16, repack, llamafile).
-#           This is the build a user gets, and the one the golden fixtures
-#           and seam's arithmetic follow.
+#           (on an AVX-512 machine: AVX-512, VNNI, BF16, repack, llamafile;
+#           on a Zen 3: AVX2, FMA, F16C). This is the build a user gets.
 #   avx2    GGML_NATIVE off, AVX2/FMA/F16C/BMI2 on, AVX-512 off: the kernels
 #           the native build of a machine without AVX-512 (Zen 2/3, most
-#           Intel desktops) compiles, so the logits such a machine's
-#           llama.cpp computes (README, Correctness: the spread).
+#           Intel desktops) compiles, on any x86 machine with AVX2.
+# seam follows both orders (src/numeric/exact.h): its AVX-512 set the
+# AVX-512 build's, fixtures in tests/golden/avx512/; its AVX2 set the AVX2
+# build's, fixtures in tests/golden/avx2/. Either flavor's build writes the
+# fixtures of its order (tools/make_golden.py).
 #
 # pip caches the wheel it builds from the sdist and would reuse it whatever
 # CMAKE_ARGS say, so the build runs with --no-cache-dir (and --no-binary, so
 # no prebuilt wheel is taken either). numpy and gguf are pinned too: the
 # fixtures' standard deviations are numpy's sums. The script ends by printing
 # the version, llama.cpp's system info line (the build that ran, in its own
-# words) and the compiler, which that line does not name; for the native
-# flavor it then says whether this is the build the golden fixtures record
-# (tools/make_golden.py --check-build): only that build reproduces them byte
-# for byte.
+# words) and the compiler, which that line does not name; then which
+# fixtures this build can regenerate: those of its order, where it is the
+# build they record (tools/make_golden.py --check-build; only that build
+# reproduces them byte for byte).
 set -euo pipefail
 
 VERSION=0.3.36
@@ -60,7 +62,9 @@ CMAKE_ARGS="$CMAKE_FLAGS" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
 "$VENV/bin/pip" install -q --no-cache-dir "llama-cpp-python==$VERSION"  # its own dependencies, if missing
 "$VENV/bin/python" tools/ref_logits.py --system-info
 echo "compiler: $(cc --version | head -1)"
-if [ "$FLAVOR" = native ]; then
-  "$VENV/bin/python" tools/make_golden.py --check-build ||
-    echo "setup-reference: the reference is built, but its logits will not be the fixtures' bit for bit (see above)" >&2
+if "$VENV/bin/python" tools/make_golden.py --check-build; then
+  echo "setup-reference: $VENV/bin/python tools/make_golden.py regenerates those fixtures" >&2
+else
+  echo "setup-reference: the reference is built, but it is not the build the fixtures of its order record:" \
+       "it cannot regenerate them byte for byte (see above)" >&2
 fi
