@@ -340,58 +340,8 @@ static inline __attribute__((always_inline)) void q6k_dots_tile(k_core_fn core, 
     for (int j = 0; j < nb; j++) out[j * ldo] = hsum8(acc[j]) + 0.0f;
 }
 
-// A tile of nb inputs against one row, the type and core bound.
-typedef void (*tile_fn)(int nb, const void *row, const uint8_t *act, size_t act_stride, int64_t n, float *out,
-                        int64_t ldo);
-
-// The cpu_dot_fn loop over a tile: inputs `width` at a time (the last tile
-// narrower, each width its own unrolled copy), each tile over every row, so
-// that the tile's inputs stay in L1 while the rows stream by.
-static inline __attribute__((always_inline)) void tiles_rows(tile_fn tile, int width, const void *w, size_t row_bytes,
-                                                             int64_t n_rows, const void *act, size_t act_stride,
-                                                             int n_act, int64_t n, float *out, int64_t ldo) {
-    _Static_assert(TILE_MAX == 8, "the switch below covers widths 1..8");
-    const uint8_t *base = w, *a = act;
-    for (int j = 0; j < n_act; j += width) {
-        const int nb = n_act - j < width ? n_act - j : width;
-        const uint8_t *aj = a + (size_t)j * act_stride;
-        float *oj = out + (int64_t)j * ldo;
-        for (int64_t r = 0; r < n_rows; r++) {
-            const void *row = base + (size_t)r * row_bytes;
-            switch (nb) {
-#define WIDTH(k) case k: if (k <= width) tile(k, row, aj, act_stride, n, oj + r, ldo); break;
-                WIDTH(8) WIDTH(7) WIDTH(6) WIDTH(5) WIDTH(4) WIDTH(3) WIDTH(2) WIDTH(1)
-#undef WIDTH
-            }
-        }
-    }
-}
-
-// The cpu_dot_fn `name`: a tile of nb inputs against one row is `call`
-// (which sees nb, row, act, act_stride, n, out and ldo), width inputs a tile.
-#define TILE_KERNEL(name, width, call)                                                                              \
-    static inline __attribute__((always_inline)) void name##_tile(int nb, const void *row, const uint8_t *act,    \
-                                                                  size_t act_stride, int64_t n, float *out,       \
-                                                                  int64_t ldo) {                                  \
-        call;                                                                                                       \
-    }                                                                                                               \
-    static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,             \
-                     size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {                          \
-        (void)type;                                                                                                 \
-        tiles_rows(name##_tile, width, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);                  \
-    }
-
-// A K-type tile body with a file's core, its scales' layout and its width.
-#define KTILE_KERNEL(name, tile, core, pairs, width) \
-    TILE_KERNEL(name, width, tile(core, pairs, nb, row, act, act_stride, n, out, ldo))
-
-// A 32-wide type (its unpack) with a file's byte core, width inputs a tile.
-#define WIDE32_KERNEL(name, unpack, core, width) \
-    TILE_KERNEL(name, width, wide32_tile(unpack, core, nb, row, act, act_stride, n, out, ldo))
-
 // ---------------------------------------------------------------------------
-// The row loop of the one-row kernels (F32, F16: attention's keys among
-// them).
+// Prefetching the rows of a matvec.
 //
 // One core reads DRAM at ~10 GB/s only with many misses in flight; while a
 // kernel computes on one row, the hardware streamer alone keeps too few, and
@@ -400,7 +350,7 @@ static inline __attribute__((always_inline)) void tiles_rows(tile_fn tile, int w
 // bytes a dot reads (attention's key rows are a head's slice of a longer
 // cache row) and never past the rows it was given (a neighbour's rows are
 // another thread's).
-#define PREFETCH_AHEAD 4096
+#define PREFETCH_AHEAD 2048
 
 // Rows are prefetched this many rows ahead.
 static inline int64_t prefetch_distance(size_t row_bytes) {
@@ -424,6 +374,61 @@ static inline void prefetch_start(const uint8_t *base, int64_t n_rows, size_t ro
     const int64_t d = prefetch_distance(row_bytes);
     for (int64_t r = 1; r < d && r < n_rows; r++) prefetch_line_range(base + (size_t)r * row_bytes, used);
 }
+
+// ---------------------------------------------------------------------------
+// The row loops.
+
+// A tile of nb inputs against one row, the type and core bound.
+typedef void (*tile_fn)(int nb, const void *row, const uint8_t *act, size_t act_stride, int64_t n, float *out,
+                        int64_t ldo);
+
+// The cpu_dot_fn loop over a tile: inputs `width` at a time (the last tile
+// narrower, each width its own unrolled copy), each tile over every row, so
+// that the tile's inputs stay in L1 while the rows stream by.
+static inline __attribute__((always_inline)) void tiles_rows(tile_fn tile, int width, uint32_t type, const void *w,
+                                                             size_t row_bytes, int64_t n_rows, const void *act,
+                                                             size_t act_stride, int n_act, int64_t n, float *out,
+                                                             int64_t ldo) {
+    _Static_assert(TILE_MAX == 8, "the switch below covers widths 1..8");
+    const uint8_t *base = w, *a = act;
+    const size_t used = (size_t)ggml_row_bytes(type, (uint64_t)n);
+    for (int j = 0; j < n_act; j += width) {
+        const int nb = n_act - j < width ? n_act - j : width;
+        const uint8_t *aj = a + (size_t)j * act_stride;
+        float *oj = out + (int64_t)j * ldo;
+        prefetch_start(base, n_rows, row_bytes, used);
+        for (int64_t r = 0; r < n_rows; r++) {
+            prefetch_row(base, r, n_rows, row_bytes, used);
+            const void *row = base + (size_t)r * row_bytes;
+            switch (nb) {
+#define WIDTH(k) case k: if (k <= width) tile(k, row, aj, act_stride, n, oj + r, ldo); break;
+                WIDTH(8) WIDTH(7) WIDTH(6) WIDTH(5) WIDTH(4) WIDTH(3) WIDTH(2) WIDTH(1)
+#undef WIDTH
+            }
+        }
+    }
+}
+
+// The cpu_dot_fn `name`: a tile of nb inputs against one row is `call`
+// (which sees nb, row, act, act_stride, n, out and ldo), width inputs a tile.
+#define TILE_KERNEL(name, width, call)                                                                              \
+    static inline __attribute__((always_inline)) void name##_tile(int nb, const void *row, const uint8_t *act,    \
+                                                                  size_t act_stride, int64_t n, float *out,       \
+                                                                  int64_t ldo) {                                  \
+        call;                                                                                                       \
+    }                                                                                                               \
+    static void name(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,             \
+                     size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {                          \
+        tiles_rows(name##_tile, width, type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);            \
+    }
+
+// A K-type tile body with a file's core, its scales' layout and its width.
+#define KTILE_KERNEL(name, tile, core, pairs, width) \
+    TILE_KERNEL(name, width, tile(core, pairs, nb, row, act, act_stride, n, out, ldo))
+
+// A 32-wide type (its unpack) with a file's byte core, width inputs a tile.
+#define WIDE32_KERNEL(name, unpack, core, width) \
+    TILE_KERNEL(name, width, wide32_tile(unpack, core, nb, row, act, act_stride, n, out, ldo))
 
 typedef float (*row_dot_fn)(const void *w, const void *act, int64_t n);
 
