@@ -14,6 +14,7 @@
 // result here is bitwise the reference's in the set's order.
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "cpu/kernels.h"
 #include "cpu/simd_x86.h"
@@ -37,8 +38,62 @@ static inline __attribute__((always_inline)) __m256i i8_core_madd(__m256i abs_q,
 WIDE32_KERNEL(dot_q4_0, unpack_q4_0, i8_core_madd, WIDE32_TILE)
 WIDE32_KERNEL(dot_q5_0, unpack_q5_0, i8_core_madd, WIDE32_TILE)
 WIDE32_KERNEL(dot_q8_0, unpack_q8_0, i8_core_madd, WIDE32_TILE)
-KTILE_KERNEL(dot_q4_K, q4k_dots_tile, k_core_madd, false, 4)
 KTILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_madd, false, 4)
+
+// Q4_K against nb inputs, AVX2's own tile (the reference: dot_ktype in
+// quant.c, as simd_x86.h's q4k_dots_tile forms it). AVX2 has 16 vector
+// registers: a tile that unpacked a block's eight runs and their scales
+// first kept 16 of them live before the first input and spilled the
+// inputs' lanes. Here each 64-weight chunk is unpacked (its two runs and
+// their scales) and met by every input before the next, so a chunk costs
+// four registers and the inputs' lanes stay in the rest. The lanes are the
+// same int32 sums in another order of additions (exact), and the float
+// steps per (block, input) are the reference's.
+#ifndef AVX2_KTILE
+#define AVX2_KTILE 8
+#endif
+static inline __attribute__((always_inline)) void q4k_tile(int nb, const void *row, const uint8_t *act,
+                                                           size_t act_stride, int64_t n, float *out, int64_t ldo) {
+    __m256 acc[TILE_MAX];
+    __m128 acc_m[TILE_MAX];
+    for (int j = 0; j < nb; j++) acc[j] = _mm256_setzero_ps(), acc_m[j] = _mm_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(15);
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const block_q4_K *w = (const block_q4_K *)row + b;
+        const __m128i sm = q4k_scales_mins1(w->scales);
+        const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));  // words 0-7: sc0..sc7, both halves
+        const block_q8_K *ab[TILE_MAX];
+        const int8_t *aq[TILE_MAX];
+        __m256i lanes[TILE_MAX];
+        tile_blocks(act, act_stride, b, nb, ab, aq);
+        for (int j = 0; j < nb; j++) lanes[j] = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            const __m256i bits = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * c));
+            const __m256i ql = _mm256_and_si256(bits, low4), qh = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+            const __m256i sl = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)((4 * c + 1) << 8 | 4 * c)));
+            const __m256i sh = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)((4 * c + 3) << 8 | (4 * c + 2))));
+            for (int j = 0; j < nb; j++) {
+                const __m256i pl = _mm256_maddubs_epi16(ql, _mm256_loadu_si256((const __m256i *)(aq[j] + 64 * c)));
+                const __m256i ph = _mm256_maddubs_epi16(qh, _mm256_loadu_si256((const __m256i *)(aq[j] + 64 * c + 32)));
+                lanes[j] = _mm256_add_epi32(lanes[j], _mm256_add_epi32(_mm256_madd_epi16(pl, sl), _mm256_madd_epi16(ph, sh)));
+            }
+        }
+        uint32_t d_dmin;
+        memcpy(&d_dmin, &w->d, sizeof d_dmin);
+        // (d, -dmin) times da in one product, the reference's two (da * d, -da * dmin)
+        const __m128 dd = _mm_xor_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)d_dmin)), _mm_setr_ps(0.0f, -0.0f, 0.0f, 0.0f));
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+        for (int j = 0; j < nb; j++) {
+            const __m128i sums = _mm_loadu_si128((const __m128i *)(cpu_q8_K_sums_of(act + j * act_stride, n) + 8 * b));
+            const __m128i min_lanes = _mm_madd_epi16(mins, sums);
+            const __m128 scales = _mm_mul_ps(dd, _mm_broadcast_ss(&ab[j]->d));
+            acc[j] = _mm256_fmadd_ps(_mm256_broadcastss_ps(scales), _mm256_cvtepi32_ps(lanes[j]), acc[j]);
+            acc_m[j] = _mm_fmadd_ps(_mm_permute_ps(scales, 0x55), _mm_cvtepi32_ps(min_lanes), acc_m[j]);
+        }
+    }
+    for (int j = 0; j < nb; j++) out[j * ldo] = hsum8(acc[j]) + hsum4(acc_m[j]);
+}
+TILE_KERNEL(dot_q4_K, AVX2_KTILE, q4k_tile(nb, row, act, act_stride, n, out, ldo))
 
 // ---------------------------------------------------------------------------
 // F32 and F16 weights (reference: exact_dot_f32/f16, src/numeric/exact.c,
