@@ -38,20 +38,17 @@ static inline __attribute__((always_inline)) __m256i i8_core_madd(__m256i abs_q,
 WIDE32_KERNEL(dot_q4_0, unpack_q4_0, i8_core_madd, WIDE32_TILE)
 WIDE32_KERNEL(dot_q5_0, unpack_q5_0, i8_core_madd, WIDE32_TILE)
 WIDE32_KERNEL(dot_q8_0, unpack_q8_0, i8_core_madd, WIDE32_TILE)
-KTILE_KERNEL(dot_q6_K, q6k_dots_tile, k_core_madd, false, 4)
 
-// Q4_K against nb inputs, AVX2's own tile (the reference: dot_ktype in
-// quant.c, as simd_x86.h's q4k_dots_tile forms it). AVX2 has 16 vector
-// registers: a tile that unpacked a block's eight runs and their scales
-// first kept 16 of them live before the first input and spilled the
-// inputs' lanes. Here each 64-weight chunk is unpacked (its two runs and
-// their scales) and met by every input before the next, so a chunk costs
-// four registers and the inputs' lanes stay in the rest. The lanes are the
-// same int32 sums in another order of additions (exact), and the float
-// steps per (block, input) are the reference's.
-#ifndef AVX2_KTILE
-#define AVX2_KTILE 8
-#endif
+// Q4_K and Q6_K against nb inputs, AVX2's own tiles (the reference:
+// dot_ktype in quant.c, as simd_x86.h's q4k_dots_tile and q6k_dots_tile
+// form it). AVX2 has 16 vector registers: a tile that unpacked a block's
+// eight runs and their scales first kept 16 of them live before the first
+// input and spilled the inputs' lanes. Here two runs at a time are
+// unpacked, with their scales, and met by every input before the next two,
+// so they cost four registers and eight inputs' lanes stay in the rest. The
+// lanes are the same int32 sums in another order of additions (exact), and
+// the float steps per (block, input) are the reference's.
+#define AVX2_KTILE 8  // inputs a tile
 static inline __attribute__((always_inline)) void q4k_tile(int nb, const void *row, const uint8_t *act,
                                                            size_t act_stride, int64_t n, float *out, int64_t ldo) {
     __m256 acc[TILE_MAX];
@@ -94,6 +91,54 @@ static inline __attribute__((always_inline)) void q4k_tile(int nb, const void *r
     for (int j = 0; j < nb; j++) out[j * ldo] = hsum8(acc[j]) + hsum4(acc_m[j]);
 }
 TILE_KERNEL(dot_q4_K, AVX2_KTILE, q4k_tile(nb, row, act, act_stride, n, out, ldo))
+
+// Q6_K (q6k_runs' layout): per half, runs 0 and 2 come from the first 32
+// bytes of ql and runs 1 and 3 from the next, each with its 2-bit parts
+// from qh; the -32 comes off each input's lanes at once (q6k_dots_tile).
+static inline __attribute__((always_inline)) void q6k_tile(int nb, const void *row, const uint8_t *act,
+                                                           size_t act_stride, int64_t n, float *out, int64_t ldo) {
+    __m256 acc[TILE_MAX];
+    for (int j = 0; j < nb; j++) acc[j] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(15), bits45 = _mm256_set1_epi8(0x30);
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const block_q6_K *w = (const block_q6_K *)row + b;
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
+        const block_q8_K *ab[TILE_MAX];
+        const int8_t *aq[TILE_MAX];
+        __m256i lanes[TILE_MAX];
+        tile_blocks(act, act_stride, b, nb, ab, aq);
+        for (int j = 0; j < nb; j++) {
+            const __m256i offset = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)ab[j]->bsums));
+            lanes[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
+        }
+        for (int h = 0; h < 2; h++) {
+            const __m256i sch = q6k_half_scales(sc16, h);
+            const __m256i hb = _mm256_loadu_si256((const __m256i *)(w->qh + 32 * h));
+            for (int k = 0; k < 2; k++) {  // runs k and k + 2 of the half
+                const __m256i l = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h + 32 * k));
+                const __m256i lo = _mm256_or_si256(_mm256_and_si256(l, low4),
+                                                   _mm256_and_si256(_mm256_slli_epi16(hb, 4 - 2 * k), bits45));
+                const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), low4),
+                                                   _mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), bits45));
+                const __m256i slo = q6k_run_scales(sch, k), shi = q6k_run_scales(sch, k + 2);
+                const int at_lo = 128 * h + 32 * k, at_hi = at_lo + 64;
+                for (int j = 0; j < nb; j++) {
+                    const __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(aq[j] + at_lo)));
+                    const __m256i ph = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(aq[j] + at_hi)));
+                    lanes[j] = _mm256_add_epi32(lanes[j],
+                                                _mm256_add_epi32(_mm256_madd_epi16(pl, slo), _mm256_madd_epi16(ph, shi)));
+                }
+            }
+        }
+        seam_f16 d16;
+        memcpy(&d16, &w->d, sizeof d16);
+        const float d = f16_to_f32(d16);
+        for (int j = 0; j < nb; j++) acc[j] = acc_lanes(acc[j], ab[j]->d * d, lanes[j]);
+    }
+    // + 0: the reference's empty mins term (it turns a -0 sum into +0)
+    for (int j = 0; j < nb; j++) out[j * ldo] = hsum8(acc[j]) + 0.0f;
+}
+TILE_KERNEL(dot_q6_K, AVX2_KTILE, q6k_tile(nb, row, act, act_stride, n, out, ldo))
 
 // ---------------------------------------------------------------------------
 // F32 and F16 weights (reference: exact_dot_f32/f16, src/numeric/exact.c,
