@@ -34,26 +34,6 @@
 #define F16_HOISTED 1024
 static cpu_dot_fn f16_narrow;
 
-// 8 rows of 16 f16 (dimensions d..d+15 of 8 positions) -> 16 columns: out[c]
-// holds dimension d + c of the 8 positions in its low half (c < 8) or d + c
-// - 8 in its high half, the usual 8 x 8 transpose in each 128-bit lane.
-static inline void transpose_8x16_f16(__m256i a[8]) {
-    __m256i b[8], c[8];
-    for (int k = 0; k < 4; k++) {
-        b[2 * k] = _mm256_unpacklo_epi16(a[2 * k], a[2 * k + 1]);
-        b[2 * k + 1] = _mm256_unpackhi_epi16(a[2 * k], a[2 * k + 1]);
-    }
-    for (int k = 0; k < 2; k++) {
-        c[4 * k] = _mm256_unpacklo_epi32(b[4 * k], b[4 * k + 2]);
-        c[4 * k + 1] = _mm256_unpackhi_epi32(b[4 * k], b[4 * k + 2]);
-        c[4 * k + 2] = _mm256_unpacklo_epi32(b[4 * k + 1], b[4 * k + 3]);
-        c[4 * k + 3] = _mm256_unpackhi_epi32(b[4 * k + 1], b[4 * k + 3]);
-    }
-    for (int k = 0; k < 4; k++) {
-        a[2 * k] = _mm256_unpacklo_epi64(c[k], c[4 + k]);
-        a[2 * k + 1] = _mm256_unpackhi_epi64(c[k], c[4 + k]);
-    }
-}
 
 // The 16 lanes of one accumulator folded as exact_reduce16: halves, quarters, pairs.
 static inline float reduce16(__m512 a) {
@@ -371,48 +351,9 @@ static void dot_f16(uint32_t type, const void *w, size_t row_bytes, int64_t n_ro
 // run (values_tile_queries), and the 4 x 16 reduction runs at the query's
 // last position. A position outside a query's part is masked out of its
 // fused multiply-adds, as the reference never adds it.
-#define VT_W (CPU_VALUES_RUN + 64)  // a tile row: the run from c0 rounded down to 64
 #define VQ 4                        // queries a tile pass takes
 #define VD 4                        // dimensions a tile pass takes
 #define VALUES_SHORT 2              // groups of 64 positions a short run has at most
-// Positions ahead whose rows values_tile prefetches. A KV head's row is a
-// slice of its position's cache row (Qwen3's 256 bytes every 2 KiB), too
-// sparse for the hardware streamer: at pp2048 of the Qwen3-0.6B shape the
-// tile's loads waited on memory, and prefetching 64 positions ahead took
-// values_group from 0.436 to 0.405 of the Q4_K tiles' samples (perf, 3
-// runs each; 128 ahead no better).
-#define VT_PREFETCH 64
-
-// Rows [c0, c1) (position t's at v + (t % ring) * stride) into the tile from
-// base = c0 rounded down to 64, and around them, to the end of the last 64,
-// the row of zeros `zero` (head_dim f16).
-static void values_tile(seam_f16 *tile, const seam_f16 *zero, const seam_f16 *v, int c0, int c1, int head_dim,
-                        int64_t stride, int ring) {
-    const int base = c0 & ~63, end = (c1 + 63) & ~63;
-    const int d16 = head_dim & ~15;
-    for (int t8 = base; t8 < end; t8 += 8) {
-        const int k = t8 - base;
-        const seam_f16 *row[8];
-        for (int r = 0; r < 8; r++) {
-            const int t = t8 + r, ahead = t + VT_PREFETCH;
-            row[r] = t >= c0 && t < c1 ? v + (int64_t)(t % ring) * stride : zero;
-            if (ahead < c1)
-                prefetch_line_range((const uint8_t *)(v + (int64_t)(ahead % ring) * stride),
-                                    sizeof(seam_f16) * (size_t)head_dim);
-        }
-        for (int d = 0; d < d16; d += 16) {
-            __m256i a[8];
-            for (int r = 0; r < 8; r++) a[r] = _mm256_loadu_si256((const __m256i *)(row[r] + d));
-            transpose_8x16_f16(a);
-            for (int c = 0; c < 8; c++) {
-                _mm_storeu_si128((__m128i *)(tile + (size_t)(d + c) * VT_W + k), _mm256_castsi256_si128(a[c]));
-                _mm_storeu_si128((__m128i *)(tile + (size_t)(d + 8 + c) * VT_W + k), _mm256_extracti128_si256(a[c], 1));
-            }
-        }
-        for (int d = d16; d < head_dim; d++)
-            for (int r = 0; r < 8; r++) tile[(size_t)d * VT_W + k + r] = row[r][d];
-    }
-}
 
 // nq queries x nd dimensions from d, nj of their four accumulators at a
 // time (nj 1 or 4). The four are independent lanes, so taking them one
@@ -502,7 +443,7 @@ static void values_group(const cpu_values_query *qs, int n, const seam_f16 *v, i
     seam_f16 *vt = (seam_f16 *)tile, *zero = vt + (size_t)head_dim * VT_W;
     float *weights = tile + cpu_values_tile_floats(head_dim) - CPU_VALUES_GROUP * VT_W;
     memset(zero, 0, sizeof(seam_f16) * (size_t)head_dim);
-    values_tile(vt, zero, v, c0, c1, head_dim, stride, ring);
+    values_tile(vt, zero, v, c0, c1, head_dim, stride, ring, false);
     // the queries the run meets: their weights rounded to f16 (zero outside their part) and masks
     const cpu_values_query *act[CPU_VALUES_GROUP];
     bool fresh[CPU_VALUES_GROUP], last[CPU_VALUES_GROUP];

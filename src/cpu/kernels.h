@@ -202,6 +202,9 @@ const cpu_kernels *cpu_kernels_reference(exact_order order);
 // but the softmax, which cpu_kernels_fill_avx512 brings). Call only when the
 // CPU has those features.
 void cpu_kernels_fill_avx2(cpu_kernels *k, exact_order order);
+// Its attention kernels (attention_avx2.c): the value sums and flash
+// attention; cpu_kernels_fill_avx2 calls it.
+void cpu_kernels_fill_avx2_attention(cpu_kernels *k, exact_order order);
 
 // The AVX-512 BW/VL + VNNI kernels (matvec_avx512.c): replaces the quantised
 // dots (K types, Q4_0/Q5_0/Q8_0) of an AVX2 set in the AVX-512 order, and its

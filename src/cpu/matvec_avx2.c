@@ -300,9 +300,6 @@ static void dot_f16_avx512(uint32_t type, const void *w, size_t row_bytes, int64
 // as the reference does, subnormals and overflow included; only a NaN comes
 // out differently (F16C keeps its payload, seam writes the canonical quiet
 // NaN), so a block holding one takes the reference's path.
-static inline seam_f16 to_f16_1(float x) {
-    return x != x ? seam_f32_to_f16(x) : (seam_f16)_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT);
-}
 
 static void to_f16(seam_f16 *dst, const float *src, int64_t n) {
     int64_t i = 0;
@@ -397,195 +394,6 @@ static void quantize_q8_K(const float *x, block_q8_K *y, int64_t n) {
         }
         y[b].d = 1 / iscale;
     }
-}
-
-// ---------------------------------------------------------------------------
-// Attention's weighted sum of values (reference: exact_attention_values_run
-// and _end in src/numeric/exact.c): position t feeds lane t % lanes of
-// accumulator (t / lanes) % 4 of every output dimension, in order of t --
-// 4 x lanes per dimension (64 in the AVX-512 order, 32 in the AVX2 one),
-// lane t % (4 x lanes). Here a lane's positions for 8 dimensions run in one
-// register, so a position costs a load and a fused multiply-add, not a
-// round trip of the accumulators through memory; the lanes go to scratch
-// (one row of head_dim floats each) once per chunk of positions, and the
-// final reduction runs across d, 8 at a time, each float operation the
-// reference's.
-#define ATTN_CHUNK 1024  // positions whose f16-rounded weights sit on the stack at once (a multiple of 64)
-
-// One lane's positions first, first + span, .. < end for 8 * nk dimensions:
-// nk independent chains of fused multiply-adds in registers. Position t's
-// row is v + (t % ring) * stride, its row index kept as it goes.
-static inline __attribute__((always_inline)) void lane_values(int nk, float *acc, bool fresh, const float *p,
-                                                              const seam_f16 *v, int first, int end, int span,
-                                                              int64_t stride, int ring) {
-    __m256 a[8];
-    for (int k = 0; k < nk; k++) a[k] = fresh ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + 8 * k);
-    for (int t = first, r = first % ring; t < end; t += span, r = r + span < ring ? r + span : (r + span) % ring) {
-        const __m256 pt = _mm256_set1_ps(p[t]);
-        const seam_f16 *row = v + (int64_t)r * stride;
-        for (int k = 0; k < nk; k++)
-            a[k] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 8 * k))), pt, a[k]);
-    }
-    for (int k = 0; k < nk; k++) _mm256_storeu_ps(acc + 8 * k, a[k]);
-}
-
-static inline __attribute__((always_inline)) void values_run(bool wide, float *acc, const float *w,
-                                                             const seam_f16 *v, int c0, int c1, int t0, int head_dim,
-                                                             int64_t stride, int ring) {
-    const int vec = head_dim & ~7, span = step_of(wide);
-    const size_t hd = (size_t)head_dim;
-    float p[ATTN_CHUNK];
-    for (int k0 = c0; k0 < c1; k0 += ATTN_CHUNK) {
-        const int k1 = c1 - k0 < ATTN_CHUNK ? c1 : k0 + ATTN_CHUNK;
-        for (int t = k0; t < k1; t++) p[t - k0] = f16_to_f32(to_f16_1(w[t]));
-        // every lane, also one no position reaches (fewer than span
-        // positions from t0), which the first chunk sets to +0
-        for (int lane = 0; lane < span; lane++) {
-            const int first = k0 + ((lane - k0 % span) + span) % span;
-            float *a = acc + (size_t)lane * hd;
-            const bool fresh = k0 == t0;
-            int d = 0;
-            for (; d + 64 <= vec; d += 64) lane_values(8, a + d, fresh, p - k0, v + d, first, k1, span, stride, ring);
-            for (; d < vec; d += 8) lane_values(1, a + d, fresh, p - k0, v + d, first, k1, span, stride, ring);
-            for (; d < head_dim; d++) {
-                float x = fresh ? 0.0f : a[d];
-                for (int t = first; t < k1; t += span)
-                    x = fmaf(f16_to_f32(v[(int64_t)(t % ring) * stride + d]), p[t - k0], x);
-                a[d] = x;
-            }
-        }
-    }
-}
-
-// The 4 x lanes lanes of each d folded as exact.c's reduce_4: 0 += 2, 1 +=
-// 3, 0 += 1 on each lane, then halves, quarters and pairs (AVX-512) or
-// halves and two hadds (AVX2).
-static inline __attribute__((always_inline)) void values_end(bool wide, float *out, float *acc, int head_dim) {
-    const int vec = head_dim & ~7, lanes = wide ? 16 : 8;
-    const size_t hd = (size_t)head_dim;
-    const float *a = acc;
-#define A(j, l) (a + ((j) * lanes + (l)) * hd + d)
-    int d = 0;
-    for (; d < vec; d += 8) {
-        __m256 x[16];
-        for (int l = 0; l < lanes; l++) {
-            const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(A(0, l)), _mm256_loadu_ps(A(2, l)));
-            const __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(A(1, l)), _mm256_loadu_ps(A(3, l)));
-            x[l] = _mm256_add_ps(x0, x1);
-        }
-        __m256 sum;
-        if (wide) {
-            __m256 t3[8], t6[4];
-            for (int i = 0; i < 8; i++) t3[i] = _mm256_add_ps(x[8 + i], x[i]);
-            for (int i = 0; i < 4; i++) t6[i] = _mm256_add_ps(t3[4 + i], t3[i]);
-            sum = _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3]));
-        } else {
-            __m256 t[4];
-            for (int i = 0; i < 4; i++) t[i] = _mm256_add_ps(x[i], x[4 + i]);
-            sum = _mm256_add_ps(_mm256_add_ps(t[0], t[1]), _mm256_add_ps(t[2], t[3]));
-        }
-        _mm256_storeu_ps(out + d, sum);
-    }
-    for (; d < head_dim; d++) {
-        float x[16];
-        for (int l = 0; l < lanes; l++) x[l] = (*A(0, l) + *A(2, l)) + (*A(1, l) + *A(3, l));
-        out[d] = wide ? exact_reduce16(x) : exact_reduce8_hadd(x);
-    }
-#undef A
-}
-
-static void values_run_avx2(float *acc, const float *w, const seam_f16 *v, int c0, int c1, int t0, int head_dim,
-                            int64_t stride, int ring) {
-    values_run(false, acc, w, v, c0, c1, t0, head_dim, stride, ring);
-}
-static void values_run_avx512(float *acc, const float *w, const seam_f16 *v, int c0, int c1, int t0, int head_dim,
-                              int64_t stride, int ring) {
-    values_run(true, acc, w, v, c0, c1, t0, head_dim, stride, ring);
-}
-static void values_end_avx2(float *out, float *acc, int head_dim) { values_end(false, out, acc, head_dim); }
-static void values_end_avx512(float *out, float *acc, int head_dim) { values_end(true, out, acc, head_dim); }
-
-// ---------------------------------------------------------------------------
-// Flash attention's online softmax and sum of values (reference:
-// exact_attention_flash in src/numeric/exact.c): the same scalar steps per position
-// (the running maximum and sum, libm's expf), each step's operation on the
-// head_dim accumulators 8 lanes at a time -- a product or a fused
-// multiply-add per element, so the lanes change no result.
-
-// acc (n, a multiple of 8) *= ms, in f32 or through f16.
-static inline void flash_scale(float *acc, seam_f16 *acc16, bool f16, int n, float ms) {
-    const __m256 m = _mm256_set1_ps(ms);
-    for (int d = 0; d < n; d += 8) {
-        if (f16) {
-            const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc16 + d)));
-            _mm_storeu_si128((__m128i *)(acc16 + d), _mm256_cvtps_ph(_mm256_mul_ps(a, m), _MM_FROUND_TO_NEAREST_INT));
-        } else {
-            _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), m));
-        }
-    }
-}
-
-static void flash_run(float *state, const float *s, const void *v, uint32_t v_type, size_t v_row, int ring, int c0,
-                      int c1, int t0, int head_dim) {
-    const bool f16 = v_type == GGML_TYPE_F16;
-    const int vec = head_dim & ~7;  // a q8_0 head is whole blocks of 32; an f16 one may have a tail
-    float *acc = state + 2;
-    seam_f16 *acc16 = (seam_f16 *)(state + 2 + head_dim);
-    if (c0 == t0) {
-        state[0] = -INFINITY, state[1] = 0.0f;
-        for (int d = 0; d < head_dim; d++) acc[d] = 0.0f, acc16[d] = 0;
-    }
-    float M = state[0], S = state[1];
-    for (int t = c0, r = c0 % ring; t < c1; t++, r = r + 1 < ring ? r + 1 : 0) {
-        const uint8_t *row = (const uint8_t *)v + (size_t)r * v_row;
-        float ms = 1.0f, vs = 1.0f;
-        if (s[t] > M) {
-            const float m_old = M;
-            M = s[t];
-            ms = expf(m_old - M);
-            flash_scale(acc, acc16, f16, vec, ms);
-            for (int d = vec; d < head_dim; d++) acc16[d] = to_f16_1(f16_to_f32(acc16[d]) * ms);
-        } else {
-            vs = expf(s[t] - M);
-        }
-        const __m256 w = _mm256_set1_ps(vs);
-        if (f16) {
-            const seam_f16 *x = (const seam_f16 *)row;
-            for (int d = 0; d < vec; d += 8) {
-                const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + d)));
-                const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc16 + d)));
-                _mm_storeu_si128((__m128i *)(acc16 + d),
-                                 _mm256_cvtps_ph(_mm256_fmadd_ps(xv, w, a), _MM_FROUND_TO_NEAREST_INT));
-            }
-            for (int d = vec; d < head_dim; d++) acc16[d] = to_f16_1(fmaf(f16_to_f32(x[d]), vs, f16_to_f32(acc16[d])));
-        } else {
-            const block_q8_0 *x = (const block_q8_0 *)row;
-            for (int b = 0; b < head_dim / QK8_0; b++) {
-                const __m256 d = _mm256_set1_ps(f16_to_f32(x[b].d));
-                for (int j = 0; j < QK8_0; j += 8) {
-                    const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(x[b].qs + j)));
-                    const __m256 value = _mm256_mul_ps(_mm256_cvtepi32_ps(q), d);  // dequantised, rounded
-                    float *a = acc + b * QK8_0 + j;
-                    _mm256_storeu_ps(a, _mm256_fmadd_ps(value, w, _mm256_loadu_ps(a)));
-                }
-            }
-        }
-        S = fmaf(S, ms, vs);
-    }
-    state[0] = M, state[1] = S;
-}
-
-static void flash_end(float *out, float *state, uint32_t v_type, int head_dim) {
-    const int vec = head_dim & ~7;
-    float *acc = state + 2;
-    const seam_f16 *acc16 = (const seam_f16 *)(state + 2 + head_dim);
-    if (v_type == GGML_TYPE_F16)
-        for (int d = 0; d < head_dim; d++) acc[d] = f16_to_f32(acc16[d]);
-    const float s_inv = state[1] == 0.0f ? 0.0f : 1.0f / state[1];
-    const __m256 sv = _mm256_set1_ps(s_inv);
-    int d = 0;
-    for (; d < vec; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), sv));
-    for (; d < head_dim; d++) out[d] = acc[d] * s_inv;
 }
 
 // ---------------------------------------------------------------------------
@@ -812,10 +620,6 @@ void cpu_kernels_fill_avx2(cpu_kernels *k, exact_order order) {
     k->dot[GGML_TYPE_Q8_0] = dot_q8_0;
     k->dot[GGML_TYPE_Q4_K] = dot_q4_K;
     k->dot[GGML_TYPE_Q6_K] = dot_q6_K;
-    k->values_run = wide ? values_run_avx512 : values_run_avx2;
-    k->values_end = wide ? values_end_avx512 : values_end_avx2;
-    k->flash_run = flash_run;
-    k->flash_end = flash_end;
     k->to_f16 = to_f16;
     k->quantize_q8_K = quantize_q8_K;
     k->quantize_q8_0 = quantize_q8_0;
@@ -824,4 +628,5 @@ void cpu_kernels_fill_avx2(cpu_kernels *k, exact_order order) {
     k->rope = rope;
     k->rmsnorm_rows = rmsnorm_rows;
     k->int8_probe = int8_probe;
+    cpu_kernels_fill_avx2_attention(k, order);
 }

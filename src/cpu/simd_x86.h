@@ -27,6 +27,13 @@ static inline float f16_to_f32(seam_f16 h) {
     return _cvtsh_ss(h);  // exact, as seam_f16_to_f32
 }
 
+// seam_f32_to_f16 of one value: F16C rounds to nearest even as the
+// reference does; a NaN takes the reference's path (F16C keeps its payload,
+// seam writes the canonical quiet NaN).
+static inline seam_f16 to_f16_1(float x) {
+    return x != x ? seam_f32_to_f16(x) : (seam_f16)_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT);
+}
+
 // acc += d * lanes, lane by lane (one fused multiply-add, as fmaf).
 static inline __m256 acc_lanes(__m256 acc, float d, __m256i lanes) {
     return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
@@ -452,5 +459,87 @@ static inline __attribute__((always_inline)) void dot_rows(row_dot_fn dot, uint3
             dot_rows(row_dot, type, w, row_bytes, n_rows, (const uint8_t *)act + (size_t)j * act_stride, n,         \
                      out + (int64_t)j * ldo);                                                                       \
     }
+
+// ---------------------------------------------------------------------------
+// The values tile of the grouped value sums (both sets' values_group): a
+// run's V rows turned around, tile[d][k] dimension d of position base + k
+// (f16), so that consecutive positions of one dimension load as one
+// register.
+#define VT_W (CPU_VALUES_RUN + 64)  // a tile row: the run from c0 rounded down to 64
+
+// 8 rows of 16 f16 (dimensions d..d+15 of 8 positions) -> 16 columns: out[c]
+// holds dimension d + c of the 8 positions in its low half (c < 8) or d + c
+// - 8 in its high half, the usual 8 x 8 transpose in each 128-bit lane.
+static inline void transpose_8x16_f16(__m256i a[8]) {
+    __m256i b[8], c[8];
+    for (int k = 0; k < 4; k++) {
+        b[2 * k] = _mm256_unpacklo_epi16(a[2 * k], a[2 * k + 1]);
+        b[2 * k + 1] = _mm256_unpackhi_epi16(a[2 * k], a[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; k++) {
+        c[4 * k] = _mm256_unpacklo_epi32(b[4 * k], b[4 * k + 2]);
+        c[4 * k + 1] = _mm256_unpackhi_epi32(b[4 * k], b[4 * k + 2]);
+        c[4 * k + 2] = _mm256_unpacklo_epi32(b[4 * k + 1], b[4 * k + 3]);
+        c[4 * k + 3] = _mm256_unpackhi_epi32(b[4 * k + 1], b[4 * k + 3]);
+    }
+    for (int k = 0; k < 4; k++) {
+        a[2 * k] = _mm256_unpacklo_epi64(c[k], c[4 + k]);
+        a[2 * k + 1] = _mm256_unpackhi_epi64(c[k], c[4 + k]);
+    }
+}
+
+// Positions ahead whose rows values_tile prefetches. A KV head's row is a
+// slice of its position's cache row (Qwen3's 256 bytes every 2 KiB), too
+// sparse for the hardware streamer: at pp2048 of the Qwen3-0.6B shape the
+// tile's loads waited on memory, and prefetching 64 positions ahead took
+// values_group from 0.436 to 0.405 of the Q4_K tiles' samples (perf, 3
+// runs each; 128 ahead no better).
+#define VT_PREFETCH 64
+
+// Rows [c0, c1) (position t's at v + (t % ring) * stride) into the tile from
+// base = c0 rounded down to 64, and around them, to the end of the last 64,
+// the row of zeros `zero` (head_dim f16). With check, returns whether a
+// value of the rows is infinite or NaN (false without).
+static inline __attribute__((always_inline)) bool values_tile(seam_f16 *tile, const seam_f16 *zero,
+                                                              const seam_f16 *v, int c0, int c1, int head_dim,
+                                                              int64_t stride, int ring, bool check) {
+    const int base = c0 & ~63, end = (c1 + 63) & ~63;
+    const int d16 = head_dim & ~15;
+    const __m256i exponent = _mm256_set1_epi16(0x7c00);
+    __m256i all_ones_exponent = _mm256_setzero_si256();
+    bool not_finite = false;
+    for (int t8 = base; t8 < end; t8 += 8) {
+        const int k = t8 - base;
+        const seam_f16 *row[8];
+        for (int r = 0; r < 8; r++) {
+            const int t = t8 + r, ahead = t + VT_PREFETCH;
+            row[r] = t >= c0 && t < c1 ? v + (int64_t)(t % ring) * stride : zero;
+            if (ahead < c1)
+                prefetch_line_range((const uint8_t *)(v + (int64_t)(ahead % ring) * stride),
+                                    sizeof(seam_f16) * (size_t)head_dim);
+        }
+        for (int d = 0; d < d16; d += 16) {
+            __m256i a[8];
+            for (int r = 0; r < 8; r++) {
+                a[r] = _mm256_loadu_si256((const __m256i *)(row[r] + d));
+                if (check)
+                    all_ones_exponent = _mm256_or_si256(
+                        all_ones_exponent, _mm256_cmpeq_epi16(_mm256_and_si256(a[r], exponent), exponent));
+            }
+            transpose_8x16_f16(a);
+            for (int c = 0; c < 8; c++) {
+                _mm_storeu_si128((__m128i *)(tile + (size_t)(d + c) * VT_W + k), _mm256_castsi256_si128(a[c]));
+                _mm_storeu_si128((__m128i *)(tile + (size_t)(d + 8 + c) * VT_W + k), _mm256_extracti128_si256(a[c], 1));
+            }
+        }
+        for (int d = d16; d < head_dim; d++)
+            for (int r = 0; r < 8; r++) {
+                tile[(size_t)d * VT_W + k + r] = row[r][d];
+                not_finite |= check && (row[r][d] & 0x7c00) == 0x7c00;
+            }
+    }
+    return not_finite || !_mm256_testz_si256(all_ones_exponent, all_ones_exponent);
+}
+
 
 #endif
