@@ -19,6 +19,7 @@
 // store-then-check on both sides (futex_wait also rechecks the word).
 #include "cpu/pool.h"
 
+#include <link.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -125,6 +126,22 @@ static void *worker_main(void *argp) {
         if (atomic_load(&p->gen) == g) p->fn(p->ctx, arg.ith, p->n_threads);  // still open: take part
         if (atomic_fetch_sub(&p->inside, 1) == 1 && atomic_load(&p->caller_sleeping)) futex_wake_all(&p->inside);
     }
+}
+
+static int add_tls(struct dl_phdr_info *info, size_t size, void *sum) {
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_TLS) {
+            const uint64_t align = info->dlpi_phdr[i].p_align ? info->dlpi_phdr[i].p_align : 1;
+            *(uint64_t *)sum += (info->dlpi_phdr[i].p_memsz + align - 1) / align * align;
+        }
+    return 0;
+}
+
+uint64_t pool_worker_bytes(void) {
+    uint64_t tls = 0;
+    dl_iterate_phdr(add_tls, &tls);
+    return tls + POOL_WORKER_STACK_BYTES;
 }
 
 seam_pool *pool_create(int n_threads, seam_error *e) {

@@ -32,6 +32,20 @@ seam_pool *pool_create(int n_threads, seam_error *e);
 void pool_destroy(seam_pool *p);
 int pool_size(const seam_pool *p);
 
+// The host bytes a worker holds of its own, whatever its jobs: its copy of
+// every loaded library's thread-local storage (glibc writes each thread's
+// whole static TLS block when it starts it: cuBLASLt's alone is 92 KiB) and
+// the stack its frames touch (POOL_WORKER_STACK_BYTES). The memory plan
+// counts it for each of the n_threads - 1 workers.
+uint64_t pool_worker_bytes(void);
+
+// A worker's deepest frames: the jobs' own (the kernels' register tiles,
+// the attention's chunk of weights) and the pool's, 26 KiB measured on the
+// long64k shape's prefill (/proc/self/smaps: the worker's stack mapping
+// less its TLS), rounded up. The AVX-512 tiles' buffers are counted apart
+// (cpu_kernels.tiles_stack_bytes).
+#define POOL_WORKER_STACK_BYTES (32u << 10)
+
 // Runs fn(ctx, ith, nth) on the pool's threads as above and returns when
 // every call has returned. Not reentrant: one caller, one job at a time. A
 // NULL pool runs fn(ctx, 0, 1) on the calling thread.

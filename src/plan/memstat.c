@@ -6,6 +6,7 @@
 
 #include "cpu/kernels.h"
 #include "cpu/ops.h"
+#include "cpu/pool.h"
 #include "engine/engine.h"
 #include "gpu/gpu_segment.h"
 
@@ -46,8 +47,10 @@ seam_mem_prediction memstat_predict(const seam_plan *p, const seam_model *m, int
     const seam_config *c = &m->cfg;
     const long page = sysconf(_SC_PAGESIZE);
     const uint64_t mapped = m->file.mapped ? seam_align_up(m->file.size, page > 0 ? (uint64_t)page : 4096) : 0;
-    const uint64_t more_threads = (uint64_t)(n_threads > 1 ? n_threads - 1 : 0) *
-                                  cpu_attention_scratch_floats(p->n_ctx, c->head_dim) * sizeof(float);
+    // each worker: its attention scratch, and what any thread holds (pool_worker_bytes)
+    const uint64_t more_threads =
+        (uint64_t)(n_threads > 1 ? n_threads - 1 : 0) *
+        (cpu_attention_scratch_floats(p->n_ctx, c->head_dim) * sizeof(float) + pool_worker_bytes());
     // every thread's stack holds the prefill tiles' buffers for the widest
     // rows, where the kernel set keeps any
     const cpu_kernels *kern = cpu_kernels_get();

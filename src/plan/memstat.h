@@ -28,7 +28,8 @@ void memstat_read(seam_memstat *m, const gguf_file *model);
 // the GPU's copies are read from the mapping), the host's KV cache and
 // scratch (engine_scratch_bytes: with the timeline of a full context, all
 // written at load, so the figure holds at every depth), the attention scratch
-// of the n_threads - 1 other threads and the overflow layers' pinned copies;
+// of the n_threads - 1 other threads with their
+// own (pool_worker_bytes: thread-local storage, stack) and the overflow layers' pinned copies;
 // on the GPU its plan total.
 typedef struct {
     uint64_t host, gpu;
