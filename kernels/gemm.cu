@@ -14,9 +14,24 @@
 
 #include "cuda_common.cuh"
 
+// cublasSetStream resets the handle to cuBLAS's own workspace pool (CUDA
+// 12 on), so the handle is bound to a stream and the caller's workspace
+// together, and bound again whenever a product runs on another stream.
 struct seam_cuda_blas {
     cublasHandle_t h;
+    cudaStream_t stream;  // the stream it is bound to
+    void *workspace;      // the caller's, workspace_bytes
+    size_t workspace_bytes;
 };
+
+static cublasStatus_t bind(seam_cuda_blas *b, cudaStream_t stream, const char **what) {
+    *what = "cublasSetStream";
+    cublasStatus_t st = cublasSetStream(b->h, stream);
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+    *what = "cublasSetWorkspace";
+    if ((st = cublasSetWorkspace(b->h, b->workspace, b->workspace_bytes)) == CUBLAS_STATUS_SUCCESS) b->stream = stream;
+    return st;
+}
 
 static int blas_fail(seam_error *e, const char *what, cublasStatus_t st) {
     return seam_fail(e, "%s failed: cuBLAS status %d (%s)", what, (int)st, cublasGetStatusString(st));
@@ -32,12 +47,9 @@ extern "C" int seam_cuda_blas_create(seam_cuda_blas **out, seam_cuda_stream *s, 
         free(b);
         return blas_fail(e, "cublasCreate", st);
     }
-    const char *what = "cublasSetStream";
-    if ((st = cublasSetStream(b->h, stream_of(s))) == CUBLAS_STATUS_SUCCESS) {
-        what = "cublasSetWorkspace";
-        st = cublasSetWorkspace(b->h, workspace, workspace_bytes);
-    }
-    if (st != CUBLAS_STATUS_SUCCESS) {
+    b->workspace = workspace, b->workspace_bytes = workspace_bytes;
+    const char *what;
+    if ((st = bind(b, stream_of(s), &what)) != CUBLAS_STATUS_SUCCESS) {
         cublasDestroy(b->h);
         free(b);
         return blas_fail(e, what, st);
@@ -62,8 +74,9 @@ extern "C" int seam_cuda_matmul(seam_cuda_blas *b, seam_cuda_stream *s, uint32_t
     // out^T (rows, n) = W^T (rows, cols) . x^T (cols, n): W row-major is
     // W^T column-major with leading dimension cols, so op(A) = T.
     // on s, after the dequantisation it reads, whatever stream the handle was made on
-    cublasStatus_t st = cublasSetStream(b->h, stream_of(s));
-    if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(e, "cublasSetStream", st);
+    const char *what;
+    cublasStatus_t st = b->stream == stream_of(s) ? CUBLAS_STATUS_SUCCESS : bind(b, stream_of(s), &what);
+    if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(e, what, st);
     const float one = 1.0f, zero = 0.0f;
     st = cublasGemmEx(b->h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, n, (int)cols, &one, w16, CUDA_R_16F,
                                            (int)cols, x16, CUDA_R_16F, (int)cols, &zero, out, CUDA_R_32F, (int)rows,

@@ -30,6 +30,10 @@ static uint64_t resident_in(uintptr_t lo, uintptr_t hi) {
 
 void memstat_read(seam_memstat *m, const gguf_file *model) {
     memset(m, 0, sizeof *m);
+    // The GPU first: the process's first CUDA call creates the context,
+    // whose host memory (100-300 MB on a real driver) is then in both
+    // snapshots instead of counted as the engine's.
+    m->gpu_free = gpu_free_bytes();
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
     while (f && fgets(line, sizeof line, f)) {
@@ -40,7 +44,6 @@ void memstat_read(seam_memstat *m, const gguf_file *model) {
     if (f) fclose(f);
     if (model && model->mapped)
         m->model = resident_in((uintptr_t)model->base, (uintptr_t)model->base + (uintptr_t)model->size);
-    m->gpu_free = gpu_free_bytes();
 }
 
 seam_mem_prediction memstat_predict(const seam_plan *p, const seam_model *m, int n_threads) {
