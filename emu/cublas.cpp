@@ -1,7 +1,15 @@
 // cublas.cpp — the cuBLAS seam calls (kernels/gemm.cu), on the emulated
 // card: a handle bound to a stream and a workspace, and cublasGemmEx for the
 // one configuration the GPU prefill uses, f16 A and B, f32 C and
-// accumulation. The product runs on the handle's stream, in its order, and
+// accumulation.
+//
+// The handle keeps real cuBLAS's rules about memory: cublasCreate takes its
+// default workspace pool from the card (CUBLAS_DEFAULT_POOL, counted as a
+// device allocation: cudaMemGetInfo shows it), cublasSetStream puts the
+// handle back on that pool, whatever workspace was set before (CUDA 12's
+// cuBLAS does so), and a product run on the default pool after the caller
+// gave the handle a workspace of its own is a fault: the caller's plan
+// counted that workspace, not cuBLAS's pool. The product runs on the handle's stream, in its order, and
 // sums each output over k in order in float: the f16 products are exact in
 // float, so only the order of the sums differs from a GPU's (tensor cores
 // add in blocks), which the prefill's tests hold to a tolerance.
@@ -12,8 +20,14 @@
 
 #include "emu.h"
 
+// cuBLAS's default workspace per handle: 32 MiB on sm_90 (4 MiB before).
+constexpr size_t CUBLAS_DEFAULT_POOL = 32u << 20;
+
 struct cublasContext {
     cudaStream_t stream = nullptr;
+    void *pool = nullptr;             // the default workspace, CUBLAS_DEFAULT_POOL bytes of the card
+    bool user_workspace = false;      // a cublasSetWorkspace is in effect
+    bool user_workspace_ever = false; // the caller has given it one
 };
 
 namespace {
@@ -43,9 +57,15 @@ void require_device(const char *what, const void *p, size_t bytes) {
 
 extern "C" cublasStatus_t cublasCreate_v2(cublasHandle_t *h) {
     if (!emu::the_card()) return CUBLAS_STATUS_NOT_INITIALIZED;
+    void *pool;
+    if (cudaMalloc(&pool, CUBLAS_DEFAULT_POOL) != cudaSuccess) {
+        cudaGetLastError();  // cuBLAS reports its own status, and leaves the runtime's error alone
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    }
     std::lock_guard<std::mutex> lock(handles_mutex);
     if (!handles) handles = new std::set<cublasHandle_t>;
     *h = new cublasContext;
+    (*h)->pool = pool;
     handles->insert(*h);
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -53,8 +73,11 @@ extern "C" cublasStatus_t cublasCreate_v2(cublasHandle_t *h) {
 extern "C" cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
     if (!valid(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
     cudaDeviceSynchronize();  // as cuBLAS: its work finishes first
-    std::lock_guard<std::mutex> lock(handles_mutex);
-    handles->erase(h);
+    {
+        std::lock_guard<std::mutex> lock(handles_mutex);
+        handles->erase(h);
+    }
+    cudaFree(h->pool);
     delete h;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -62,6 +85,7 @@ extern "C" cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
 extern "C" cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t stream) {
     if (!valid(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
     h->stream = stream;
+    h->user_workspace = false;  // back on the default pool
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -70,6 +94,7 @@ extern "C" cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void *workspac
     emu::region r;
     const bool device = emu::find_region(workspace, bytes, &r) && r.kind == emu::REGION_DEVICE;
     if (bytes && (!device || (uintptr_t)workspace % 256)) return CUBLAS_STATUS_INVALID_VALUE;
+    h->user_workspace = h->user_workspace_ever = true;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -79,6 +104,7 @@ extern "C" const char *cublasGetStatusString(cublasStatus_t st) {
     case CUBLAS_STATUS_NOT_INITIALIZED: return "the library was not initialized";
     case CUBLAS_STATUS_INVALID_VALUE: return "an unsupported value or parameter was passed to the function";
     case CUBLAS_STATUS_NOT_SUPPORTED: return "the functionality requested is not supported";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "the resource allocation failed";
     default: return "unknown error";
     }
 }
@@ -97,6 +123,10 @@ extern "C" cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t trans
     if (m < 0 || n < 0 || k < 0 || lda < (ta ? k : m) || lda < 1 || ldb < (tb ? n : k) || ldb < 1 || ldc < m ||
         ldc < 1 || !alpha || !beta)
         return CUBLAS_STATUS_INVALID_VALUE;
+    if (h->user_workspace_ever && !h->user_workspace)
+        emu::fault("cublasGemmEx on cuBLAS's default workspace pool (%zu bytes) after cublasSetWorkspace gave the "
+                   "handle one of its own: cublasSetStream put it back on the pool; set the workspace again after "
+                   "each cublasSetStream", CUBLAS_DEFAULT_POOL);
     require_device("A", A, 2 * extent(ta, m, k, lda));
     require_device("B", B, 2 * extent(tb, k, n, ldb));
     require_device("C", C, 4 * extent(false, m, n, ldc));
@@ -115,6 +145,7 @@ extern "C" cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t trans
                 *out = b == 0.0f ? a * sum : a * sum + b * *out;  // beta 0: C is not read, as cuBLAS
             }
         }
+        for (int j = 0; j < n; j++) emu::mark_written(c + (size_t)j * ldc, sizeof(float) * (size_t)m);
     }, {A, B}, {C});
     return CUBLAS_STATUS_SUCCESS;
 }

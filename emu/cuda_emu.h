@@ -28,6 +28,41 @@
 #undef __launch_bounds__
 #define __launch_bounds__(...)
 
+#ifdef SEAM_EMU_CUDA_MATH
+// The build that computes as nvcc's code does (-DSEAM_EMU_NVCC_MATH=ON):
+// fused multiply-adds wherever the compiler may contract (nvcc's default,
+// -fmad=true), and, in device code, CUDA's expf, tanhf, sinf, cosf and
+// sincosf, which are not the host's libm: each result moved by up to CUDA's
+// documented error for them (2 ulp, CUDA C Programming Guide, the maths
+// functions' table), by a deterministic function of the argument. A
+// tolerance or a bitwise claim that holds only on the host's libm, or only
+// without fusing, fails here. Host code in a .cu file (a table built at
+// init) calls the host's libm, as under nvcc: the functions ask whether a
+// kernel is running.
+namespace emu {
+bool in_kernel();  // device.cpp: the calling thread runs a kernel's thread now
+inline float cuda_ulps(float r, float x) {
+    if (!in_kernel()) return r;
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    b = (b ^ (b >> 13)) * 0x5bd1e995u;
+    for (int k = (int)((b >> 24) % 5) - 2; k != 0 && isfinite(r) && r != 0; k += k > 0 ? -1 : 1)
+        r = nextafterf(r, k > 0 ? INFINITY : -INFINITY);
+    return r;
+}
+inline float cuda_expf(float x) { return cuda_ulps(::expf(x), x); }
+inline float cuda_tanhf(float x) { return cuda_ulps(::tanhf(x), x); }
+inline float cuda_sinf(float x) { return cuda_ulps(::sinf(x), x); }
+inline float cuda_cosf(float x) { return cuda_ulps(::cosf(x), -x); }
+inline void cuda_sincosf(float x, float *s, float *c) { *s = cuda_sinf(x), *c = cuda_cosf(x); }
+}  // namespace emu
+#define expf emu::cuda_expf
+#define tanhf emu::cuda_tanhf
+#define sinf emu::cuda_sinf
+#define cosf emu::cuda_cosf
+#define sincosf emu::cuda_sincosf
+#endif
+
 namespace emu {
 
 // ---------------------------------------------------------------- the current thread

@@ -22,6 +22,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/context/fiber.hpp>
 #include <condition_variable>
@@ -107,13 +108,14 @@ struct pooled_stack {
 // ---------------------------------------------------------------- shared memory
 
 constexpr size_t SHARED_GUARD = 64;
-constexpr uint8_t SHARED_CANARY = 0xcd, UNWRITTEN = 0xff;
+constexpr uint8_t SHARED_CANARY = 0xcd;
 
 // A block's shared memory: the dynamic part first, then each static array
 // as the block first reaches its declaration, each followed by a guard.
 struct shared_arena {
     uint8_t *base = nullptr;
     size_t capacity = 0, used = 0, static_bytes = 0, dynamic_bytes = 0;
+    uint8_t fill = UNWRITTEN;  // what its bytes hold before a thread writes them (the pass's)
     struct slot {
         const void *site;  // NULL: the dynamic part
         uint8_t *p;
@@ -132,7 +134,7 @@ struct shared_arena {
         size_t at = (used + align - 1) / align * align;
         if (at + bytes + SHARED_GUARD > capacity) return nullptr;
         uint8_t *p = base + at;
-        memset(p, UNWRITTEN, bytes);
+        memset(p, fill, bytes);
         memset(p + bytes, SHARED_CANARY, SHARED_GUARD);
 #ifdef EMU_ASAN
         ASAN_POISON_MEMORY_REGION(p + bytes, SHARED_GUARD);
@@ -141,8 +143,9 @@ struct shared_arena {
         slots.push_back({site, p, bytes, name});
         return p;
     }
-    void begin_block(size_t dynamic) {
+    void begin_block(size_t dynamic, uint8_t unwritten) {
         used = 0;
+        fill = unwritten;
         slots.clear();
         static_bytes = 0;
         dynamic_bytes = dynamic;
@@ -166,6 +169,7 @@ struct shared_arena {
 struct block_run {
     const kernel_launch *L = nullptr;
     bool reverse = false;
+    uint8_t unwritten = UNWRITTEN;  // what its shared memory holds before a thread writes it
     std::vector<emu_thread> threads = std::vector<emu_thread>(MAX_THREADS);  // never reallocated: fibers hold them
     int n_threads = 0;              // of which the block has these
     int n_fibers = 0;               // of which this many have their fiber (made once, reused by every block)
@@ -173,6 +177,7 @@ struct block_run {
     stack_pool stacks;
     shared_arena shared;
     const card *gpu = nullptr;
+    size_t static_shared = 0;         // what cudaFuncGetAttributes reports for the kernel
     void *os_stack_bottom = nullptr;  // the scheduler's stack, for ASan's fiber switches
     size_t os_stack_size = 0;
 };
@@ -291,7 +296,7 @@ void run_block(block_run &b, uint3 bidx) {
     const kernel_launch &L = *b.L;
     const int n = (int)(L.block.x * L.block.y * L.block.z), n_warps = (n + 31) / 32;
     this_block_index = bidx;
-    b.shared.begin_block(L.smem);
+    b.shared.begin_block(L.smem, b.unwritten);
     b.n_threads = n;
     for (; b.n_fibers < n; b.n_fibers++) make_fiber(b, b.n_fibers);
     for (int i = 0; i < n; i++) {
@@ -343,6 +348,7 @@ struct grid_pool {
     std::condition_variable cv;
     const kernel_launch *L = nullptr;
     bool reverse = false;
+    uint8_t unwritten = UNWRITTEN;
     uint64_t n_blocks = 0, chunk = 1, generation = 0;
     std::atomic<uint64_t> next_chunk{0};
     int helpers = 0, working = 0;
@@ -369,7 +375,9 @@ void take_blocks(grid_pool &p) {
     const kernel_launch &L = *p.L;
     b.gpu = the_card();
     b.L = &L;
+    b.static_shared = static_shared_of(L.fn);
     b.reverse = p.reverse;
+    b.unwritten = p.unwritten;
     b.shared.reserve((size_t)b.gpu->shared_per_block_optin + 64 * SHARED_GUARD + 4096);
     this_block = &b;
     this_block_dim = L.block;
@@ -412,15 +420,17 @@ grid_pool &the_pool() {
     return *p;
 }
 
-// The blocks of L in order (or reverse order); on the stream's thread alone
-// when alone, so that blocks that race write in a known order.
-void run_grid(const kernel_launch &L, bool reverse, bool alone) {
+// The blocks of L in order (or reverse order), their shared memory filled
+// with `unwritten` at the start of each; on the stream's thread alone when
+// alone, so that blocks that race write in a known order.
+void run_grid(const kernel_launch &L, bool reverse, uint8_t unwritten, bool alone) {
     grid_pool &p = the_pool();
     std::lock_guard<std::mutex> one(p.one_launch);
     {
         std::lock_guard<std::mutex> lock(p.m);
         p.L = &L;
         p.reverse = reverse;
+        p.unwritten = unwritten;
         p.n_blocks = (uint64_t)L.grid.x * L.grid.y * L.grid.z;
         const uint64_t per_thread = p.n_blocks / (uint64_t)(p.helpers + 1);
         p.chunk = per_thread / 8 > 1 ? per_thread / 8 : 1;  // enough chunks to even the threads out
@@ -436,17 +446,31 @@ void run_grid(const kernel_launch &L, bool reverse, bool alone) {
     p.cv.wait(lock, [&] { return p.working == 0; });
 }
 
-// A region a kernel may write, and its bytes before the kernel ran.
+// A region a kernel may write, its bytes before the kernel ran and after
+// the forward pass.
 struct target {
     region r;
     std::vector<uint8_t> before, forward;
 };
+
+// A device allocation a kernel may read, and its bytes nobody wrote.
+struct unwritten_bytes {
+    region r;
+    byte_ranges gaps;
+};
+
+// Whether byte a lies in one of gaps.
+bool in_gaps(const byte_ranges &gaps, uintptr_t a) {
+    auto it = std::upper_bound(gaps.begin(), gaps.end(), std::make_pair(a, UINTPTR_MAX));
+    return it != gaps.begin() && a < std::prev(it)->second;
+}
 
 }  // namespace
 
 // ---------------------------------------------------------------- the kernel's side
 
 uint3 thread_index() { return this_thread_index; }
+bool in_kernel() { return this_block && this_block->running; }
 uint3 block_index() { return this_block_index; }
 dim3 block_dim() { return this_block_dim; }
 dim3 grid_dim() { return this_grid_dim; }
@@ -473,10 +497,10 @@ void *shared_static(const void *site, size_t bytes, size_t align, const char *na
     for (const shared_arena::slot &s : b.shared.slots)
         if (s.site == site) return s.p;
     b.shared.static_bytes += bytes;
-    if (b.shared.static_bytes > STATIC_SHARED_BOUND)
-        fault("%zu bytes of static shared memory (with %s): more than the %zu the emulator reports to "
-              "cudaFuncGetAttributes (raise emu::STATIC_SHARED_BOUND, at most 48 KiB)", b.shared.static_bytes, name,
-              STATIC_SHARED_BOUND);
+    if (b.shared.static_bytes > b.static_shared)
+        fault("%zu bytes of static shared memory (with %s): more than the %zu cudaFuncGetAttributes reports (nvcc's "
+              "count, or emu::STATIC_SHARED_BOUND for a kernel outside kernels/)", b.shared.static_bytes, name,
+              b.static_shared);
     if (b.shared.static_bytes + b.shared.dynamic_bytes > (size_t)b.gpu->shared_per_block_optin)
         fault("%zu bytes of static shared memory (with %s) and %zu dynamic: more than the %d a block of %s may have",
               b.shared.static_bytes, name, b.shared.dynamic_bytes, b.gpu->shared_per_block_optin, b.gpu->name);
@@ -525,33 +549,86 @@ void fault(const char *fmt, ...) {
 void run_kernel(const kernel_launch &L) {
     this_launch = &L;
     // what the kernel may write: what its non-const pointers, and the
-    // pointers inside its structs, point into
+    // pointers inside its structs, point into; and the device allocations
+    // it may read whose bytes are not all written yet
     std::vector<target> targets;
+    std::vector<unwritten_bytes> unwritten;
+    // one checked launch at a time, whatever its stream: another kernel's
+    // pass must not see this one's fill
+    static std::mutex one_checked;
+    std::unique_lock<std::mutex> checked(one_checked, std::defer_lock);
     if (racecheck_enabled()) {
+        checked.lock();
         for (const pointer_arg &a : L.pointers) {
             region r;
-            if (!a.p || (a.top_level && a.read_only) || !find_region(a.p, 1, &r)) continue;
+            if (!a.p || !find_region(a.p, 1, &r)) continue;
+            bool seen = false;
+            for (const unwritten_bytes &u : unwritten) seen = seen || u.r.begin == r.begin;
+            if (!seen && r.kind == REGION_DEVICE) unwritten.push_back({r, unwritten_in(r)});
+            if (a.top_level && a.read_only) continue;
             bool dup = false;
             for (const target &t : targets) dup = dup || t.r.begin == r.begin;
             if (!dup) targets.push_back({r, {}, {}});
         }
     }
     for (target &t : targets) t.before.assign((uint8_t *)t.r.begin, (uint8_t *)t.r.end);
-    run_grid(L, false, !targets.empty());
+    run_grid(L, false, UNWRITTEN, !targets.empty());
     if (!targets.empty()) {
         for (target &t : targets) {
             t.forward.assign((uint8_t *)t.r.begin, (uint8_t *)t.r.end);
             memcpy((void *)t.r.begin, t.before.data(), t.before.size());
+            std::string why;
+            if (t.r.kind == REGION_DEVICE && !guards_intact(t.r, &why))
+                fault("out of bounds: %s wrote %s", L.site.kernel, why.c_str());
         }
-        run_grid(L, true, true);
+        for (const unwritten_bytes &u : unwritten) fill_unwritten(u.r, u.gaps, true);
+        run_grid(L, true, UNWRITTEN_AGAIN, true);
         for (const target &t : targets) {
             const uint8_t *now = (const uint8_t *)t.r.begin;
-            for (size_t i = 0; i < t.forward.size(); i++)
+            const unwritten_bytes *u = nullptr;
+            for (const unwritten_bytes &x : unwritten) u = x.r.begin == t.r.begin ? &x : u;
+            for (size_t i = 0; i < t.forward.size(); i++) {
+                if (now[i] == t.forward[i]) continue;
+                if (u && t.forward[i] == UNWRITTEN && now[i] == UNWRITTEN_AGAIN && in_gaps(u->gaps, t.r.begin + i))
+                    continue;  // unwritten, and left so
+                // the order or the fill? The reverse order again, over the first fill
+                const uint8_t second = now[i];
+                for (const target &x : targets) memcpy((void *)x.r.begin, x.before.data(), x.before.size());
+                for (const unwritten_bytes &x : unwritten) fill_unwritten(x.r, x.gaps, false);
+                run_grid(L, true, UNWRITTEN, true);
                 if (now[i] != t.forward[i])
                     fault("race: %s reads what another thread writes without a barrier between them, or two threads "
                           "write one address: byte %zu of %s is %#04x with threads in forward order and %#04x in "
                           "reverse order",
                           L.site.kernel, i, t.r.what.c_str(), t.forward[i], now[i]);
+                fault("a read of bytes nobody wrote: %s's result depends on device or shared memory that no copy "
+                      "or kernel wrote: byte %zu of %s is %#04x over unwritten memory filled with %#04x and %#04x "
+                      "over it filled with %#04x",
+                      L.site.kernel, i, t.r.what.c_str(), t.forward[i], UNWRITTEN, second, UNWRITTEN_AGAIN);
+            }
+            // the gaps' bytes the kernel wrote (the same in both passes) are written from now on
+            if (u)
+                for (const auto &g : u->gaps)
+                    for (uintptr_t a = g.first; a < g.second;) {
+                        const size_t i = a - t.r.begin;
+                        if (now[i] != t.forward[i]) { a++; continue; }
+                        uintptr_t b = a;
+                        while (b < g.second && now[b - t.r.begin] == t.forward[b - t.r.begin]) b++;
+                        mark_written((const void *)a, b - a);
+                        a = b;
+                    }
+        }
+        // what is still unwritten holds UNWRITTEN again, and the slacks their canary
+        for (const unwritten_bytes &u : unwritten) {
+            std::string why;
+            if (!unwritten_restored(u.r, &why)) fault("out of bounds: %s wrote %s", L.site.kernel, why.c_str());
+        }
+    } else {
+        // no check: what the kernel may have written counts as written
+        for (const pointer_arg &a : L.pointers) {
+            region r;
+            if (a.p && !(a.top_level && a.read_only) && find_region(a.p, 1, &r) && r.kind == REGION_DEVICE)
+                mark_written((const void *)r.begin, r.end - r.begin);
         }
     }
     // device memory written past an allocation's ends

@@ -41,8 +41,16 @@ struct card {
     int memory_clock_khz, bus_bits;
     int shared_per_block;       // without opting in (48 KiB)
     int shared_per_block_optin; // the most a block may have, static and dynamic together
+    double idle_watts, busy_watts;  // the board's power with no kernel running and with one (emu/nvml.cpp)
 };
 const card *the_card();  // NULL when the profile has no device
+
+// The host memory a CUDA context holds once created: a real driver maps its
+// libraries and allocates its own tables, 100-300 MB resident on CUDA 12-13.
+// The emulator's first call allocates and touches this much host memory
+// where the card has a device, so that a memory account that counts the
+// context as the engine's (or misses it) shows here as it would on a GPU.
+constexpr size_t CONTEXT_HOST_BYTES = 128u << 20;
 
 // ---------------------------------------------------------------- memory regions
 
@@ -63,6 +71,33 @@ bool find_region(const void *p, size_t bytes, region *out);
 // message) when a kernel or copy wrote past its ends.
 bool guards_intact(const region &r, std::string *why);
 
+// ---------------------------------------------------------------- bytes nobody wrote
+
+// Device memory starts unwritten: a cudaMalloc's bytes, and a block's shared
+// memory, hold UNWRITTEN (0xff: a NaN in f32 and f16), so that a read of
+// them that reaches a result shows as a NaN. A read whose value is dropped
+// (by fmaxf, a comparison, a mask) would not; so the race check's second
+// pass runs over the same bytes filled with UNWRITTEN_AGAIN instead, and an
+// output that differs between the passes depends on bytes nobody wrote
+// (initcheck's job). The emulator keeps, per allocation, the ranges that no
+// copy, kernel or cuBLAS product has written yet.
+constexpr uint8_t UNWRITTEN = 0xff, UNWRITTEN_AGAIN = 0x5a;  // 0x5a5a5a5a: 1.5e16 in f32; 0x5a5a: 203.25 in f16
+using byte_ranges = std::vector<std::pair<uintptr_t, uintptr_t>>;  // [begin, end), sorted
+// The bytes of the device allocation r nothing has written.
+byte_ranges unwritten_in(const region &r);
+// Fills gaps (of r) with UNWRITTEN and the slack after r's end (to CUDA's
+// 256-byte granularity: readable, unlike the page after it) with its
+// canary, or, again, both with UNWRITTEN_AGAIN. Under AddressSanitizer,
+// which watches the slack itself, the slack is left alone.
+void fill_unwritten(const region &r, const byte_ranges &gaps, bool again);
+// [p, p + bytes) of device memory is written from now on (a copy, a kernel's
+// output, cuBLAS's product).
+void mark_written(const void *p, size_t bytes);
+// After the second pass: what of r is still unwritten holds UNWRITTEN
+// again and its slack its canary; false (and a message) where the kernel
+// wrote into the slack, past r's end.
+bool unwritten_restored(const region &r, std::string *why);
+
 // ---------------------------------------------------------------- launches
 
 struct kernel_launch {
@@ -76,13 +111,29 @@ struct kernel_launch {
 
 // Runs every block of L (on the calling thread, which is a stream's). With
 // the race check, it runs them twice, threads in forward then reverse
-// order, and faults when what the kernel wrote differs.
+// order, the second time over unwritten bytes filled with UNWRITTEN_AGAIN,
+// and faults when what the kernel wrote differs.
 void run_kernel(const kernel_launch &L);
 
 // What cudaFuncGetAttributes reports as a kernel's static shared memory:
 // nvcc knows it at compile time, the emulator only once a block declares
 // it, so it reports this bound and faults when a block declares more.
 constexpr size_t STATIC_SHARED_BOUND = 16 << 10;
+
+// A kernel of kernels/ as nvcc compiles it (emu/resources.cpp): its launch
+// bound (0: none), registers a thread and static shared bytes; NULL for a
+// kernel nvcc's table does not hold. resources_known: whether the build has
+// the table (nvcc ran at build time).
+struct kernel_resources {
+    const char *name;  // mangled
+    int bound, regs, static_shared;
+};
+const kernel_resources *resources_of(const void *fn);
+bool resources_known();
+// The static shared memory cudaFuncGetAttributes reports for fn: nvcc's
+// count where the table has it, else STATIC_SHARED_BOUND.
+size_t static_shared_of(const void *fn);
+constexpr int REGISTERS_PER_SM = 65536;
 
 // ---------------------------------------------------------------- streams' work
 
@@ -108,6 +159,12 @@ struct operation {
 // and writes the memory at those pointers (for the order between streams).
 void enqueue_host(cudaStream_t stream, const char *what, std::function<void()> fn, std::vector<const void *> reads,
                   std::vector<const void *> writes);
+
+// ---------------------------------------------------------------- the board's power (emu/nvml.cpp)
+
+// Seconds since the emulator started, of them the seconds some kernel (or a
+// graph, or cuBLAS's work) was running on a stream, and whether one runs now.
+void busy_clock(double *elapsed, double *busy, bool *running);
 
 // ---------------------------------------------------------------- switches
 

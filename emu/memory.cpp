@@ -2,9 +2,11 @@
 // memory and the copies between them.
 //
 // Device allocations live in one reserved range of addresses that is never
-// reused: each allocation on pages of its own, guard zones on both sides (a
-// canary checked after every kernel and copy; poisoned for
-// AddressSanitizer), filled with 0xff (a NaN in f32 and f16) so that a read
+// reused: each allocation on pages of its own, ending flush against an
+// inaccessible page (a read or write past its end faults), a guard zone
+// before it and CUDA's 256-byte granularity's slack after it (a canary
+// checked after every kernel and copy; poisoned for AddressSanitizer),
+// filled with 0xff (a NaN in f32 and f16) so that a read
 // of what was never written shows; freed pages stay inaccessible. Live
 // allocations are open only while the device has work (the access window),
 // so that the host touching one faults. Pinned host memory (cudaHostAlloc,
@@ -42,13 +44,19 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
     if (S && a >= (uintptr_t)S->arena && a < (uintptr_t)S->arena + ARENA_BYTES) {
         const region *r = region_at(S->device, a);
         const region *f = r ? nullptr : region_at(S->freed, a);
-        const region *near = nullptr;  // the allocation whose guard zone a lies in
-        for (const auto &kv : S->pages)
+        const region *near = nullptr, *before = nullptr;  // the allocation whose guard zone a lies in, or which ends below it
+        for (const auto &kv : S->pages) {
             if (a >= kv.second.first && a < kv.second.second) near = &S->device.at(kv.first);
+            if (a >= kv.second.second && a < kv.second.second + PAGE) before = &S->device.at(kv.first);
+        }
         char msg[512];
         if (!r && near)
             snprintf(msg, sizeof msg, "out of bounds: device memory at %p is in the guard zone of %s (%zd bytes from "
                      "its start)", (void *)a, near->what.c_str(), (ssize_t)(a - near->begin));
+        else if (!r && before)
+            snprintf(msg, sizeof msg, "out of bounds: a read or write of device memory at %p, %zu bytes past the end "
+                     "of %s (which ends flush against an inaccessible page)", (void *)a, (size_t)(a - before->end),
+                     before->what.c_str());
         else if (r)
             snprintf(msg, sizeof msg, "the host touched device memory at %p, byte %zu of %s, while the device was "
                      "idle: device memory is for kernels and copies (copy it to the host first)",
@@ -171,25 +179,83 @@ bool guards_intact(const region &r, std::string *why) {
     return false;
 }
 
+byte_ranges unwritten_in(const region &r) {
+    std::lock_guard<std::mutex> lock(S->m);
+    auto it = S->unwritten.find(r.begin);
+    return it == S->unwritten.end() ? byte_ranges() : byte_ranges(it->second.begin(), it->second.end());
+}
+
+static std::pair<uintptr_t, uintptr_t> slack_of(const region &r) {
+#ifdef EMU_ASAN
+    return {r.end, r.end};  // poisoned: AddressSanitizer reports a read there
+#else
+    return {r.end, r.begin + round_up(r.end > r.begin ? r.end - r.begin : 1, GRANULE)};
+#endif
+}
+
+void fill_unwritten(const region &r, const byte_ranges &gaps, bool again) {
+    for (const auto &g : gaps) memset((void *)g.first, again ? UNWRITTEN_AGAIN : UNWRITTEN, g.second - g.first);
+    const std::pair<uintptr_t, uintptr_t> slack = slack_of(r);
+    memset((void *)slack.first, again ? UNWRITTEN_AGAIN : CANARY, slack.second - slack.first);
+}
+
+void mark_written(const void *p, size_t bytes) {
+    const uintptr_t lo = (uintptr_t)p, hi = lo + bytes;
+    std::lock_guard<std::mutex> lock(S->m);
+    const region *r = region_at(S->device, lo);
+    auto it = r ? S->unwritten.find(r->begin) : S->unwritten.end();
+    if (it == S->unwritten.end()) return;
+    std::map<uintptr_t, uintptr_t> &gaps = it->second;
+    // every gap that overlaps [lo, hi) loses the overlap: what is left of it
+    // below lo and above hi stays
+    auto g = gaps.upper_bound(lo);
+    if (g != gaps.begin() && std::prev(g)->second > lo) g = std::prev(g);
+    while (g != gaps.end() && g->first < hi) {
+        const uintptr_t a = g->first, b = g->second;
+        g = gaps.erase(g);
+        if (a < lo) gaps[a] = lo;
+        if (b > hi) gaps[hi] = b;
+    }
+    if (gaps.empty()) S->unwritten.erase(it);
+}
+
+bool unwritten_restored(const region &r, std::string *why) {
+    const std::pair<uintptr_t, uintptr_t> slack = slack_of(r);
+    const uint8_t *bad = nullptr;
+    for (uintptr_t a = slack.first; !bad && a < slack.second; a++)
+        if (*(const uint8_t *)a != UNWRITTEN_AGAIN) bad = (const uint8_t *)a;
+    fill_unwritten(r, unwritten_in(r), false);
+    if (!bad) return true;
+    char b[512];
+    snprintf(b, sizeof b, "byte %zu past the end of %s", (size_t)((uintptr_t)bad - r.end), r.what.c_str());
+    *why = b;
+    return false;
+}
+
 // A device allocation of bytes (cudaMalloc, __device__ arrays): its own
-// pages, the guards filled with the canary, the rest with 0xff.
+// pages, its end flush against the page that stays inaccessible after it --
+// at CUDA's granularity (256 bytes) -- so that a read past the end faults as
+// a write does, where a guard zone sees only writes; the guard before it and
+// the granularity's slack after it filled with the canary, the rest with 0xff.
 void *allocate(state &s, size_t bytes, const std::string &what) {
-    const size_t span = round_up(GUARD + bytes + GUARD, PAGE);
+    const size_t used = round_up(bytes ? bytes : 1, GRANULE);
+    const size_t span = round_up(GUARD + used, PAGE);
     if (s.arena_used + span + PAGE > ARENA_BYTES) return nullptr;
     uint8_t *first = s.arena + s.arena_used;
     s.arena_used += span + PAGE;  // a page that stays inaccessible between allocations
-    uint8_t *p = first + GUARD;
+    uint8_t *p = first + span - used;
     const std::pair<uintptr_t, uintptr_t> pages((uintptr_t)first, (uintptr_t)first + span);
     set_pages(pages, PROT_READ | PROT_WRITE);
-    memset(first, CANARY, GUARD);
+    memset(first, CANARY, (size_t)(p - first));
     memset(p, UNWRITTEN, bytes);
-    memset(p + bytes, CANARY, span - GUARD - bytes);
+    memset(p + bytes, CANARY, used - bytes);
 #ifdef EMU_ASAN
-    ASAN_POISON_MEMORY_REGION(first, GUARD);
-    ASAN_POISON_MEMORY_REGION(p + bytes, span - GUARD - bytes);
+    ASAN_POISON_MEMORY_REGION(first, (size_t)(p - first));
+    ASAN_POISON_MEMORY_REGION(p + bytes, used - bytes);
 #endif
     if (!s.window_open) set_pages(pages, PROT_NONE);
     s.device[(uintptr_t)p] = {REGION_DEVICE, (uintptr_t)p, (uintptr_t)p + bytes, what};
+    if (bytes) s.unwritten[(uintptr_t)p] = {{(uintptr_t)p, (uintptr_t)p + bytes}};
     s.pages[(uintptr_t)p] = pages;
     s.allocated += round_up(bytes, 256);
     return p;
@@ -251,6 +317,7 @@ extern "C" cudaError_t cudaFree(void *ptr) {
     if (!guards_intact(r, &why)) fault("out of bounds, found at cudaFree: something wrote %s", why.c_str());
     lock.lock();
     s.pages.erase(r.begin);
+    s.unwritten.erase(r.begin);
     s.device.erase(r.begin);
     s.accesses.erase(r.begin);
     s.freed[r.begin] = r;

@@ -15,8 +15,10 @@
 // capture (where lazy loading would load its module), an unknown handle.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -30,11 +32,13 @@ namespace emu {
 
 static const card cards[] = {
     // 143771 MiB as nvidia-smi shows an H200; HBM3e, 6144 bits, 4.8 TB/s
+    // power: 700 W the SXM board's limit, ~75 W idle (nvidia-smi on an idle H200)
     {"h200", "NVIDIA H200 (emulated on the CPU)", 9, 0, 132, 143771ull << 20, 512ull << 20, 3125000, 6144, 48 << 10,
-     227 << 10},
+     227 << 10, 75.0, 700.0},
     // 12 GB GDDR6, 192 bits, 360 GB/s: the seed's card
+    // power: 170 W the board's limit, ~15 W idle
     {"rtx3060", "NVIDIA GeForce RTX 3060 (emulated on the CPU)", 8, 6, 28, 12288ull << 20, 300ull << 20, 7500000, 192,
-     48 << 10, 99 << 10},
+     48 << 10, 99 << 10, 15.0, 170.0},
 };
 
 state *S;
@@ -47,14 +51,53 @@ double now() {
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-// A call's status: a failure becomes the thread's last error, as in CUDA.
-cudaError_t status(cudaError_t e) {
-    if (e != cudaSuccess) last_error = e;
+// Failed calls, by call and error, as compute-sanitizer counts them: it
+// reports every CUDA call that returns an error (cudaErrorNotReady from a
+// query is an answer, not an error) and, with --error-exitcode, fails the
+// run for them. At exit the emulator prints the count and exits with
+// FAILED_CALLS_EXIT, unless SEAM_EMU_API_ERRORS=expected says that the
+// process fails calls on purpose (the kernels' tests: compute-sanitizer's
+// --report-api-errors no, as bench/gpu-sanitize.sh runs them). On the card
+// with no device nothing is counted: compute-sanitizer needs one to run.
+static constexpr int FAILED_CALLS_EXIT = 86;
+static std::mutex failed_mutex;
+static std::map<std::pair<std::string, int>, int> *failed_calls;
+
+cudaError_t status_of(const char *call, cudaError_t e) {
+    if (e == cudaSuccess) return e;
+    last_error = e;
+    if (e != cudaErrorNotReady && S && S->gpu) {  // without a device compute-sanitizer has nothing to run on
+        std::lock_guard<std::mutex> lock(failed_mutex);
+        if (!failed_calls) failed_calls = new std::map<std::pair<std::string, int>, int>;
+        (*failed_calls)[{call, (int)e}]++;
+    }
     return e;
+}
+
+static void failed_calls_report() {
+    std::lock_guard<std::mutex> lock(failed_mutex);
+    if (!failed_calls || failed_calls->empty()) return;
+    int total = 0;
+    std::string list;
+    for (const auto &f : *failed_calls) {
+        total += f.second;
+        list += (list.empty() ? "" : ", ") + f.first.first + ": " + cudaGetErrorName((cudaError_t)f.first.second) +
+                " x" + std::to_string(f.second);
+    }
+    const char *v = getenv("SEAM_EMU_API_ERRORS");
+    if (v && !strcmp(v, "expected")) return;
+    fprintf(stderr,
+            "seam-emu: %d CUDA call%s failed in this process (%s); compute-sanitizer reports each as an error and "
+            "fails the run with --error-exitcode. A program that fails calls on purpose says so with "
+            "SEAM_EMU_API_ERRORS=expected (compute-sanitizer: --report-api-errors no).\n",
+            total, total == 1 ? "" : "s", list.c_str());
+    fflush(stderr);
+    _exit(FAILED_CALLS_EXIT);
 }
 
 static void init() {
     S = new state;  // never freed: stream threads may run until the process exits
+    S->started = now();
     const char *id = getenv("SEAM_EMU_DEVICE");
     if (!id || !*id) id = "h200";
     for (const card &c : cards)
@@ -69,7 +112,17 @@ static void init() {
                 (size_t)(ARENA_BYTES >> 30));
         exit(2);
     }
+    if (S->gpu) {  // the context's host memory, resident from now on (emu.h)
+        void *context = malloc(CONTEXT_HOST_BYTES);
+        if (!context) {
+            fprintf(stderr, "seam-emu: no host memory for the context (%zu MiB)\n", CONTEXT_HOST_BYTES >> 20);
+            exit(2);
+        }
+        memset(context, 1, CONTEXT_HOST_BYTES);
+        S->context_host = context;
+    }
     install_fault_handler();
+    atexit(failed_calls_report);
     S->legacy = new CUstream_st;
     S->legacy->legacy = true;
     S->streams.insert(S->legacy);
@@ -218,11 +271,13 @@ extern "C" cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const voi
     std::lock_guard<std::mutex> lock(s.m);
     if (!s.gpu) return status(cudaErrorNoDevice);
     memset(attr, 0, sizeof *attr);
-    attr->sharedSizeBytes = STATIC_SHARED_BOUND;
-    attr->maxThreadsPerBlock = 1024;
+    const kernel_resources *k = resources_of(func);  // nvcc's figures where the build has them
+    attr->sharedSizeBytes = static_shared_of(func);
+    attr->maxThreadsPerBlock = k && k->bound ? k->bound : 1024;
+    attr->numRegs = k ? k->regs : 0;
     auto dyn = s.max_dynamic_shared.find(func);
     attr->maxDynamicSharedSizeBytes =
-        dyn != s.max_dynamic_shared.end() ? dyn->second : s.gpu->shared_per_block - (int)STATIC_SHARED_BOUND;
+        dyn != s.max_dynamic_shared.end() ? dyn->second : s.gpu->shared_per_block - (int)attr->sharedSizeBytes;
     s.loaded.insert(func);  // as CUDA, asking about a kernel loads it
     return cudaSuccess;
 }
@@ -233,7 +288,7 @@ extern "C" cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute 
     if (!s.gpu) return status(cudaErrorNoDevice);
     if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize)
         fault("cudaFuncSetAttribute: attribute %d is not emulated", (int)attr);
-    if (value < 0 || (size_t)value + STATIC_SHARED_BOUND > (size_t)s.gpu->shared_per_block_optin)
+    if (value < 0 || (size_t)value + static_shared_of(func) > (size_t)s.gpu->shared_per_block_optin)
         return status(cudaErrorInvalidValue);
     s.max_dynamic_shared[func] = value;
     s.loaded.insert(func);

@@ -69,6 +69,11 @@ struct state {
     std::mutex m;
     std::condition_variable cv;
     const card *gpu = nullptr;
+    void *context_host = nullptr;  // CONTEXT_HOST_BYTES, held as a context holds its host memory
+    // the board's busy time (busy_clock)
+    double started = 0;            // when the emulator started
+    int executing = 0;             // operations running that count as a kernel
+    double busy_since = 0, busy_seconds = 0;
     // device memory
     uint8_t *arena = nullptr;
     size_t arena_used = 0;
@@ -77,6 +82,7 @@ struct state {
     std::map<uintptr_t, region> device;     // live, by begin
     std::map<uintptr_t, region> freed;      // for the messages about them
     std::map<uintptr_t, std::pair<uintptr_t, uintptr_t>> pages;  // live allocation begin -> its pages
+    std::map<uintptr_t, std::map<uintptr_t, uintptr_t>> unwritten;  // live allocation begin -> its unwritten ranges
     std::map<uintptr_t, region> pinned;     // by begin
     std::set<uintptr_t> host_allocs;        // the pinned regions cudaHostAlloc made (the others are registered)
     // streams, events, graphs
@@ -108,13 +114,16 @@ struct state {
 extern state *S;  // made at the first call, by st() (the card read from SEAM_EMU_DEVICE then)
 state &st();
 
-constexpr size_t PAGE = 4096, GUARD = 256, ARENA_BYTES = 1ull << 40;
-constexpr uint8_t CANARY = 0xa5, UNWRITTEN = 0xff;
+constexpr size_t PAGE = 4096, GUARD = 256, GRANULE = 256, ARENA_BYTES = 1ull << 40;
+constexpr uint8_t CANARY = 0xa5;
 
 inline size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 double now();  // the host clock, in seconds
-// A call's status: a failure becomes the thread's last error, as in CUDA.
-cudaError_t status(cudaError_t e);
+// A call's status: a failure becomes the thread's last error, as in CUDA,
+// and is counted against the call that returned it (the count is reported
+// at exit: failed_calls_report in runtime.cpp).
+cudaError_t status_of(const char *call, cudaError_t e);
+#define status(e) status_of(__func__, (e))
 
 // memory.cpp
 void install_fault_handler();  // SIGSEGV in device memory: a fault that says whose memory it was

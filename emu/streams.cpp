@@ -33,8 +33,10 @@ void execute(const operation &o) {
         memcpy(o.dst, o.src, o.bytes);
         region r;
         std::string why;
-        if (find_region(o.dst, 1, &r) && r.kind == REGION_DEVICE && !guards_intact(r, &why))
-            fault("out of bounds: %s wrote %s", o.what.c_str(), why.c_str());
+        if (find_region(o.dst, 1, &r) && r.kind == REGION_DEVICE) {
+            if (!guards_intact(r, &why)) fault("out of bounds: %s wrote %s", o.what.c_str(), why.c_str());
+            mark_written(o.dst, o.bytes);
+        }
         break;
     }
     case operation::HOST: o.host(); break;
@@ -67,9 +69,13 @@ void worker(CUstream_st *s) {
             o.event->time = now();
             o.event->done = o.generation;
         } else {
+            // a kernel, a graph of them or cuBLAS's work keeps the board busy (NVML's utilization); a copy does not
+            const bool kernel = o.kind != operation::COPY;
+            if (kernel && S->executing++ == 0) S->busy_since = now();
             lock.unlock();
             execute(o);
             lock.lock();
+            if (kernel && --S->executing == 0) S->busy_seconds += now() - S->busy_since;
         }
         s->busy = false;
         S->cv.notify_all();
@@ -77,6 +83,15 @@ void worker(CUstream_st *s) {
     S->streams.erase(s);
     delete s;
     S->cv.notify_all();
+}
+
+void busy_clock(double *elapsed, double *busy, bool *running) {
+    state &s = st();
+    std::lock_guard<std::mutex> lock(s.m);
+    const double t = now();
+    *elapsed = t - s.started;
+    *busy = s.busy_seconds + (s.executing ? t - s.busy_since : 0);
+    *running = s.executing > 0;
 }
 
 CUstream_st *stream_of(state &s, cudaStream_t h, const char *call) {
@@ -197,11 +212,22 @@ void submit(const launch_site &site, const void *fn, dim3 grid, dim3 block, size
     if (threads == 0 || threads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 || grid.x == 0 ||
         grid.x > INT32_MAX || grid.y == 0 || grid.y > 65535 || grid.z == 0 || grid.z > 65535)
         return (void)status(cudaErrorInvalidConfiguration);
+    // what a GPU refuses for this kernel as nvcc compiled it (cudaErrorLaunchOutOfResources)
+    if (const kernel_resources *k = resources_of(fn)) {
+        if (k->bound && threads > (uint64_t)k->bound)
+            fault("%s: a launch of %llu threads a block, past the kernel's __launch_bounds__(%d) (%s:%d); a GPU "
+                  "refuses it (cudaErrorLaunchOutOfResources)", site.kernel, (unsigned long long)threads, k->bound,
+                  site.file, site.line);
+        if ((uint64_t)k->regs * threads > (uint64_t)REGISTERS_PER_SM)
+            fault("%s: %llu threads a block x %d registers (nvcc's count) = %llu, past a multiprocessor's %d (%s:%d)",
+                  site.kernel, (unsigned long long)threads, k->regs, (unsigned long long)k->regs * threads,
+                  REGISTERS_PER_SM, site.file, site.line);
+    }
     // without opting in, what 48 KiB leave beside the static arrays
     auto dyn = s.max_dynamic_shared.find(fn);
     const size_t max_dynamic = dyn != s.max_dynamic_shared.end()
                                    ? (size_t)dyn->second
-                                   : (size_t)s.gpu->shared_per_block - STATIC_SHARED_BOUND;
+                                   : (size_t)s.gpu->shared_per_block - static_shared_of(fn);
     if (smem > max_dynamic) return (void)status(cudaErrorInvalidValue);
     for (const pointer_arg &a : pointers) {
         if (!a.top_level || !a.p) continue;

@@ -69,6 +69,12 @@ void test_require_input(const char *path, const char *what, const char *installe
         cr_skip_test("skipped: %s is missing, so %s is not checked (%s installs it)", path, what, installer);
 }
 
+void test_no_gpu(const char *why) {
+    if (test_required("SEAM_REQUIRE_GPU"))
+        cr_assert_fail("SEAM_REQUIRE_GPU=1, but there is no CUDA device to run this GPU test on (%s)", why);
+    cr_skip_test("skipped: no CUDA device (%s)", why);
+}
+
 const char *test_path(const char *name) {
     static char buf[4096];
     mkdir(SEAM_BINARY_DIR "/test-scratch", 0755);

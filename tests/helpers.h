@@ -22,6 +22,12 @@ bool test_have_input(const char *path, const char *what, const char *installer);
 bool test_required(const char *var);
 void test_require_input(const char *path, const char *what, const char *installer);
 
+// A GPU test with no CUDA device to run on: skips, saying "skipped: no CUDA
+// device" and why; under SEAM_REQUIRE_GPU=1 (bench/gpu-check.sh, where the
+// device must be there: a runtime that cannot reach the driver would skip
+// every GPU test and pass) it fails instead.
+void test_no_gpu(const char *why);
+
 // Whether this build runs under AddressSanitizer, whose allocator keeps its
 // own books (mallinfo2 does not see them) and whose shadow and quarantine
 // a process holds besides its own memory: the memory bounds are not checked there.

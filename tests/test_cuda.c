@@ -41,7 +41,7 @@ static seam_error err;
 #define OK(call) cr_assert_eq((call), 0, "%s", err.msg)
 
 static void require_device(void) {
-    if (seam_cuda_device_count() == 0) cr_skip_test("skipped: no CUDA device");
+    if (seam_cuda_device_count() == 0) test_no_gpu("cudaGetDeviceCount found none");
     OK(seam_cuda_init(0, &err));
 }
 
@@ -241,7 +241,8 @@ Test(cuda, a_failed_allocation_leaves_no_error_behind) {
     // CUDA keeps a failed call's error as the thread's last error: left
     // there, the next good launch would report it as its own.
     require_device();
-    float *d = dev_alloc(sizeof(float) * 64);
+    const float ones[64] = {1.0f};
+    float *d = dev_from(ones, sizeof ones);
     void *p;
     cr_assert_eq(seam_cuda_malloc(&p, (size_t)1 << 60, &err), -1);
     OK(seam_cuda_scale(NULL, d, 2.0f, 64, &err));
@@ -505,12 +506,16 @@ Test(cuda, rmsnorm_matches_reference) {
 }
 
 Test(cuda, rope_matches_reference) {
-    // three tokens in one launch, each at its own position (a prefill batch)
+    // nine tokens in one launch, each at its own position, out of order (a
+    // prefill batch, and a batch whose token k took token 0's position, or
+    // token 1's, fails at once)
     require_device();
     uint64_t rng = 10;
-    enum { T = 3 };
-    const int n_heads = 4, head_dim = 128, rope_dims[] = {128, 64}, positions[T] = {0, 1, 3001};
-    const seam_cuda_step steps[T] = {{0, positions[0]}, {0, positions[1]}, {0, positions[2]}};
+    enum { T = 9 };
+    const int n_heads = 4, head_dim = 128, rope_dims[] = {128, 64};
+    const int positions[T] = {5, 0, 3001, 17, 1, 900, 42, 2, 7};
+    seam_cuda_step steps[T];
+    for (int p = 0; p < T; p++) steps[p] = (seam_cuda_step){0, positions[p]};
     seam_cuda_step *step = dev_from(steps, sizeof steps);
     const int n = n_heads * head_dim;
     for (int neox = 0; neox < 2; neox++)
@@ -782,6 +787,50 @@ Test(cuda, attention_matches_reference) {
         }
 }
 
+// One cache, queries at eight positions out of order (the tokens of a
+// prefill batch each see the positions up to their own): each output is its
+// own position's reference, so a position taken from another token of the
+// batch shows.
+Test(cuda, attention_at_unsorted_positions) {
+    require_device();
+    uint64_t rng = 19;
+    enum { N_CTX = 48, N_Q = 8 };
+    const int positions[N_Q] = {17, 3, 39, 0, 25, 8, 31, 12};
+    const att_shape base = {8, 2, 64, N_CTX, 0, 0, N_CTX};
+    const int q_dim = base.n_heads * base.head_dim, kv_dim = base.n_kv * base.head_dim;
+    test_cache c = cache_new(GGML_TYPE_F16, GGML_TYPE_F16, base.n_kv, base.head_dim, base.rows);
+    float *x = malloc(sizeof(float) * kv_dim);
+    for (int t = 0; t < N_CTX; t++) {
+        for (int i = 0; i < kv_dim; i++) x[i] = test_rng_normal(&rng);
+        cpu_kv_store(c.dev.k_type, c.k + c.k_row * t, x, kv_dim);
+        for (int i = 0; i < kv_dim; i++) x[i] = test_rng_normal(&rng);
+        cpu_kv_store(c.dev.v_type, c.v + c.v_row * t, x, kv_dim);
+    }
+    OK(seam_cuda_upload(c.dev.k, c.k, c.k_row * base.rows, &err));
+    OK(seam_cuda_upload(c.dev.v, c.v, c.v_row * base.rows, &err));
+    const cpu_kv view = cache_view(&c);
+    float *want = malloc(sizeof(float) * q_dim), *got = malloc(sizeof(float) * q_dim);
+    float *dout = dev_alloc(sizeof(float) * q_dim), *scores = dev_alloc(sizeof(float) * base.n_heads * N_CTX);
+    for (int k = 0; k < N_Q; k++) {
+        att_shape s = base;
+        s.pos = positions[k];
+        float *q = random_floats(q_dim, 1.0f, &rng), *dq = dev_from(q, sizeof(float) * q_dim);
+        attention_reference(&s, q, &view, want);
+        seam_cuda_step *step = dev_step(k, s.pos);
+        OK(seam_cuda_attention(NULL, dout, dq, &c.dev, s.n_heads, s.n_kv, s.head_dim, s.n_ctx, s.n_swa,
+                               1.0f / sqrtf((float)s.head_dim), scores, step, &err));
+        to_host(got, dout, sizeof(float) * q_dim);
+        char what[64];
+        snprintf(what, sizeof what, "query %d at position %d", k, s.pos);
+        check_attention(got, want, q_dim, false, what);
+        seam_cuda_free(step), seam_cuda_free(dq);
+        free(q);
+    }
+    seam_cuda_free(dout), seam_cuda_free(scores);
+    cache_free(&c);
+    free(x), free(want), free(got);
+}
+
 Test(cuda, stream_copies_and_events) {
     require_device();
     seam_cuda_stream *s;
@@ -976,6 +1025,6 @@ Test(cuda, matvec_expert_reads_the_chosen_slice) {
 
 #else
 
-Test(cuda, not_built) { cr_skip_test("skipped: no CUDA device (seam was built without CUDA)"); }
+Test(cuda, not_built) { test_no_gpu("seam was built without CUDA"); }
 
 #endif

@@ -319,3 +319,174 @@ Test(emu, the_card_is_chosen_by_profile) {
     cr_assert_eq(cudaMemGetInfo(&after, &total), cudaSuccess);
     cr_assert_eq(free_b - after, (size_t)1 << 20, "cudaMemGetInfo counts what cudaMalloc took");
 }
+
+// ---------------------------------------------------------------- cuBLAS's memory
+
+#include <cublas_v2.h>
+
+Test(emu, cublas_create_takes_its_default_pool_from_the_card) {
+    size_t before, after, total;
+    cr_assert_eq(cudaMemGetInfo(&before, &total), cudaSuccess);
+    cublasHandle_t h;
+    cr_assert_eq(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+    cr_assert_eq(cudaMemGetInfo(&after, &total), cudaSuccess);
+    cr_assert_eq(before - after, (size_t)32 << 20, "cuBLAS's default workspace pool is device memory");
+    cr_assert_eq(cublasDestroy(h), CUBLAS_STATUS_SUCCESS);
+    cr_assert_eq(cudaMemGetInfo(&after, &total), cudaSuccess);
+    cr_assert_eq(after, before, "cublasDestroy gives it back");
+}
+
+// cublasSetStream puts the handle back on the default pool: a product there
+// after the caller gave it a workspace of its own is a fault.
+Test(emu, a_gemm_on_the_default_pool_after_set_stream_faults) {
+    expect_fault([] {
+        cublasHandle_t h;
+        cublasCreate(&h);
+        float *ws = device_floats(1 << 20);
+        cublasSetWorkspace(h, ws, (size_t)4 << 20);
+        cudaStream_t s;
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+        cublasSetStream(h, s);  // the workspace is not set again
+        float *a = device_floats(64), *c = device_floats(64);
+        const float one = 1.0f, zero = 0.0f;
+        cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 8, 8, 8, &one, a, CUDA_R_16F, 8, a, CUDA_R_16F, 8, &zero, c,
+                     CUDA_R_32F, 8, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    }, "cuBLAS's default workspace pool");
+}
+
+// ---------------------------------------------------------------- failed calls, counted as compute-sanitizer counts them
+
+// A process that fails a CUDA call reports it at exit and exits non-zero,
+// as compute-sanitizer --error-exitcode makes it; unless it says it fails
+// calls on purpose (SEAM_EMU_API_ERRORS=expected, which this suite's own
+// process runs under: its tests fail calls deliberately).
+Test(emu, a_failed_call_is_reported_at_exit) {
+    expect_fault([] {
+        unsetenv("SEAM_EMU_API_ERRORS");
+        void *p;
+        cudaMalloc(&p, (size_t)1 << 50);
+        cudaGetLastError();  // read and cleared: the call still failed
+        exit(0);
+    }, "1 CUDA call failed in this process (cudaMalloc: cudaErrorMemoryAllocation x1)");
+}
+
+Test(emu, failed_calls_said_to_be_expected_pass) {
+    fflush(NULL);
+    const pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        setenv("SEAM_EMU_API_ERRORS", "expected", 1);
+        void *p;
+        cudaMalloc(&p, (size_t)1 << 50);
+        exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a process that expects its failed calls exited %d",
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+// ---------------------------------------------------------------- reads past an allocation
+
+// A read one past the end of an allocation (a loop bound off by one) faults
+// as a write there does: the allocation ends flush against an inaccessible
+// page, where a guard zone would have seen only a write.
+__global__ void read_one_past_the_end(float *out, const float *x, int n) {
+    float m = -INFINITY;
+    for (int i = 0; i <= n; i++) m = fmaxf(m, x[i]);  // i <= n: the bug; fmaxf drops the NaN a fill would give
+    out[0] = m;
+}
+
+Test(emu, a_read_past_the_end_of_an_allocation_faults) {
+    expect_fault([] {
+        float *x = device_floats(64), *out = device_floats(1);
+        SEAM_LAUNCH(read_one_past_the_end, 1, 1, 0, 0, out, x, 64);
+    }, "bytes past the end of cudaMalloc of|heap-buffer-overflow|use-after-poison");
+}
+
+// ---------------------------------------------------------------- bytes nobody wrote
+
+// A maximum over 64 floats of which a copy wrote 32: fmaxf drops the NaN
+// fresh memory reads as, so the result looks right on the first pass.
+__global__ void max_over(float *out, const float *x, int n) {
+    float m = -INFINITY;
+    for (int i = 0; i < n; i++) m = fmaxf(m, x[i]);
+    out[threadIdx.x] = m;
+}
+
+static float *half_written(int n) {
+    float *x = device_floats(n), host[64];
+    for (int i = 0; i < 64; i++) host[i] = -1.0f - (float)i;
+    cudaMemcpy(x, host, sizeof(float) * (size_t)(n / 2), cudaMemcpyHostToDevice);
+    return x;
+}
+
+Test(emu, a_result_from_bytes_nobody_wrote_faults) {
+    expect_fault([] {
+        float *x = half_written(64), *out = device_floats(1);
+        SEAM_LAUNCH(max_over, 1, 1, 0, 0, out, x, 64);
+    }, "a read of bytes nobody wrote");
+}
+
+// The same maximum over what was written passes, and so does one over what
+// an earlier kernel wrote (the emulator keeps which bytes were written).
+__global__ void fill_negative(float *x, int from) { x[from + threadIdx.x] = -100.0f - (float)threadIdx.x; }
+
+Test(emu, a_result_from_written_bytes_passes) {
+    float *x = half_written(64), *out = device_floats(1);
+    SEAM_LAUNCH(max_over, 1, 1, 0, 0, out, x, 32);
+    SEAM_LAUNCH(fill_negative, 1, 32, 0, 0, x, 32);
+    SEAM_LAUNCH(max_over, 1, 1, 0, 0, out, x, 64);
+    float got;
+    cr_assert_eq(cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost), cudaSuccess);
+    cr_assert_eq(got, -1.0f);
+}
+
+// A read in the slack after an allocation's last byte (CUDA rounds
+// allocations up to 256 bytes, so it does not fault on a GPU either), its
+// value dropped: 63 floats, the loop reads the 64th.
+Test(emu, a_result_from_past_the_end_within_the_granule_faults) {
+    expect_fault([] {
+        float *x = device_floats(63), *out = device_floats(1), host[63];
+        for (int i = 0; i < 63; i++) host[i] = (float)-i;
+        cudaMemcpy(x, host, sizeof host, cudaMemcpyHostToDevice);
+        SEAM_LAUNCH(max_over, 1, 1, 0, 0, out, x, 64);
+    }, "a read of bytes nobody wrote|heap-buffer-overflow|use-after-poison");
+}
+
+// Shared memory read before any thread wrote it, the value dropped by a
+// comparison: the second pass fills shared memory with another pattern.
+__global__ void shared_read_before_write(float *out) {
+    SEAM_SHARED(float, slot, 64);
+    if (threadIdx.x < 32) slot[threadIdx.x] = (float)threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = slot[threadIdx.x] > 1e9f ? 1.0f : 0.0f;  // the upper half was never written
+}
+
+Test(emu, a_result_from_unwritten_shared_memory_faults) {
+    expect_fault([] { SEAM_LAUNCH(shared_read_before_write, 1, 64, 0, 0, device_floats(64)); },
+                 "a read of bytes nobody wrote");
+}
+
+// ---------------------------------------------------------------- the kernels' resources, as nvcc compiles them
+
+// kernels/norm_rope.cu's kernels (nvcc: rope_kernel's __launch_bounds__(64);
+// rmsnorm_kernel's 256 bytes of static shared memory, its block's partials)
+__global__ void rope_kernel(float *vec, int head_dim, int rope_dim, float theta_scale, float freq_scale, bool neox,
+                            int n_heads, const seam_cuda_step *step);
+__global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int n, float eps);
+
+Test(emu, a_launch_past_a_kernels_launch_bounds_faults) {
+    expect_fault([] {
+        float *v = device_floats(256);
+        SEAM_LAUNCH(rope_kernel, 1, 128, 0, 0, v, 128, 128, 0.5f, 1.0f, true, 1, (const seam_cuda_step *)v);
+    }, "past the kernel's __launch_bounds__(64)");
+}
+
+Test(emu, func_attributes_are_nvccs) {
+    cudaFuncAttributes a;
+    cr_assert_eq(cudaFuncGetAttributes(&a, (const void *)rmsnorm_kernel), cudaSuccess);
+    cr_assert_eq(a.sharedSizeBytes, 256u, "rmsnorm_kernel's static shared memory, as nvcc counts it");
+    cr_assert_eq(a.maxThreadsPerBlock, 256, "its __launch_bounds__(256)");
+    cr_assert_gt(a.numRegs, 0, "nvcc's register count");
+}
