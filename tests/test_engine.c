@@ -237,9 +237,44 @@ Test(engine, layers_are_timed_one_by_one_and_add_up) {
 #ifdef SEAM_HAVE_CUDA
 #include "seam_cuda.h"
 
+// Every crossing of a run carries its shape's bytes: the hidden state
+// (n_embd floats) each way, the logits (n_vocab) down from a head on the
+// GPU, an MoE layer's experts' input and router logits down and their sum
+// up. A short copy leaves the host buffer's old values in place, which the
+// logits alone may not show (the split goldens passed a crossing one float
+// short at 0.40 std).
+static void check_crossings(const seam_model *m, const seam_plan *plan, const seam_timeline *tl) {
+    const seam_config *c = &m->cfg;
+    const uint64_t hidden = sizeof(float) * (uint64_t)c->n_embd, logits = sizeof(float) * (uint64_t)c->n_vocab,
+                   router = sizeof(float) * (uint64_t)c->n_expert;
+    int experts_down = 0, experts_routers = 0;
+    for (size_t i = 0; i < tl->n_crossings; i++) {
+        const seam_crossing *x = &tl->crossings[i];
+        if (x->dir == CROSS_WEIGHTS) {
+            cr_assert_gt(x->bytes, 0, "token %d: layer %d's weights crossed empty", x->token, x->layer);
+            continue;
+        }
+        if (x->experts && x->dir == CROSS_D2H) {
+            cr_assert(x->bytes == hidden || x->bytes == router, "token %d, layer %d: an experts' crossing of %llu "
+                      "bytes, neither the input (%llu) nor the router's logits (%llu)", x->token, x->layer,
+                      (unsigned long long)x->bytes, (unsigned long long)hidden, (unsigned long long)router);
+            experts_down += x->bytes == hidden, experts_routers += x->bytes == router;
+            continue;
+        }
+        const bool head_out = x->dir == CROSS_D2H && !x->experts && x->layer == c->n_layers && plan->head == DEV_GPU;
+        const uint64_t want = head_out ? logits : hidden;
+        cr_assert_eq(x->bytes, want, "token %d: a %s crossing before layer %d of %llu bytes, its shape %llu", x->token,
+                     timeline_direction_name[x->dir], x->layer, (unsigned long long)x->bytes,
+                     (unsigned long long)want);
+    }
+    cr_assert_eq(experts_down, experts_routers, "%d experts' inputs crossed, %d routers' logits", experts_down,
+                 experts_routers);
+}
+
 // The logits after each of n tokens with layers on the GPU as req asks (its
-// n_ctx: n), captured as a graph or run op by op; *why_no_graph: the
-// segment's capture failure, if any (a static copy).
+// n_ctx: n), captured as a graph or run op by op, each crossing checked
+// against its shape; *why_no_graph: the segment's capture failure, if any
+// (a static copy).
 static float *run_planned(const seam_model *m, seam_plan_request req, const int *tokens, int n, bool graph,
                           const char **why_no_graph) {
     static char why[512];
@@ -255,6 +290,7 @@ static float *run_planned(const seam_model *m, seam_plan_request req, const int 
         cr_assert_eq(engine_forward(&eng, tokens[i], i, &logits, &e), 0, "token %d: %s", i, e.msg);
         memcpy(all + (size_t)i * m->cfg.n_vocab, logits, sizeof(float) * m->cfg.n_vocab);
     }
+    check_crossings(m, &plan, &eng.timeline);
     const char *failure = gpu_segment_graph_failure(eng.gpu);
     snprintf(why, sizeof why, "%s", failure ? failure : "");
     *why_no_graph = failure ? why : NULL;
@@ -271,7 +307,7 @@ static const int gpu_tokens[] = {1, 17, 300, 42, 7, 255};
 enum { N_GPU_TOKENS = sizeof gpu_tokens / sizeof *gpu_tokens };
 
 Test(engine, gpu_graph_replays_what_op_by_op_runs) {
-    if (seam_cuda_device_count() == 0) cr_skip_test("skipped: no CUDA device");
+    if (seam_cuda_device_count() == 0) test_no_gpu("cudaGetDeviceCount found none");
     seam_model m;
     seam_error e = {{0}};
     cr_assert_eq(model_load(&m, tiny_model(), &e), 0, "%s", e.msg);
@@ -287,7 +323,7 @@ Test(engine, gpu_graph_replays_what_op_by_op_runs) {
 // between the layers are recorded inside it, and its layers add up to the
 // GPU segment.
 Test(engine, gpu_layers_are_timed_inside_the_graph) {
-    if (seam_cuda_device_count() == 0) cr_skip_test("skipped: no CUDA device");
+    if (seam_cuda_device_count() == 0) test_no_gpu("cudaGetDeviceCount found none");
     seam_model m;
     seam_plan plan;
     seam_error e = {{0}};
@@ -300,15 +336,67 @@ Test(engine, gpu_layers_are_timed_inside_the_graph) {
     model_free(&m);
 }
 
+// The logits of a split (n tokens, V each) against the CPU's: the CUDA
+// kernels sum in their own order, so they are held to the split tolerance
+// of the CPU's (0.5 of their spread, as golden::split), and the top token to
+// the CPU's wherever the CPU's margin is wider.
+static void expect_near_cpu(const float *cpu, const float *split, int n, int V, const char *what) {
+    for (int p = 0; p < n; p++) {
+        const float *a = cpu + (size_t)p * V, *b = split + (size_t)p * V;
+        double mean = 0, var = 0, worst = 0;
+        int best = 0, second = -1;
+        for (int i = 0; i < V; i++) mean += a[i] / V;
+        for (int i = 0; i < V; i++) {
+            var += (a[i] - mean) * (a[i] - mean) / V, worst = fmax(worst, fabs(a[i] - b[i]));
+            if (a[i] > a[best]) second = best, best = i;
+            else if (second < 0 || a[i] > a[second]) second = i;
+        }
+        const double std = sqrt(var);
+        cr_expect(worst <= 0.5 * std, "%s, token %d: max |diff| %.4g = %.3g std", what, p, worst, worst / std);
+        int top = 0;
+        for (int i = 1; i < V; i++) top = b[i] > b[top] ? i : top;
+        if (a[best] - a[second] > 0.5 * std)
+            cr_expect_eq(top, best, "%s, token %d: top token %d, the CPU's %d", what, p, top, best);
+    }
+}
+
+// The overflows on the GPU (--overflow mapped: the layers past the resident
+// ones read their weights over the bus; stream: copied in while earlier
+// layers compute), with none and half of tiny's layers resident, the head
+// on either side: within the split tolerance of the CPU's logits, every
+// crossing (the streamed weights among them) of its shape.
+Test(engine, mapped_and_streamed_overflow) {
+    if (seam_cuda_device_count() == 0) test_no_gpu("cudaGetDeviceCount found none");
+    seam_model m;
+    seam_error e = {{0}};
+    cr_assert_eq(model_load(&m, tiny_model(), &e), 0, "%s", e.msg);
+    const int V = m.cfg.n_vocab, L = m.cfg.n_layers;
+    float *cpu = run(&m, gpu_tokens, N_GPU_TOKENS, 1);
+    const seam_overflow modes[] = {OVERFLOW_MAPPED, OVERFLOW_STREAM};
+    for (int mi = 0; mi < 2; mi++)
+        for (int resident = 0; resident <= L / 2; resident += L / 2)
+            for (int head = DEV_CPU; head <= DEV_GPU; head++) {
+                char what[128];
+                snprintf(what, sizeof what, "--overflow %s, %d of %d layers resident, the head on the %s",
+                         plan_overflow_name[modes[mi]], resident, L, head == DEV_GPU ? "GPU" : "CPU");
+                const char *why;
+                float *split = run_planned(
+                    &m, (seam_plan_request){.gpu_layers = resident, .head = head, .overflow = modes[mi]}, gpu_tokens,
+                    N_GPU_TOKENS, true, &why);
+                expect_near_cpu(cpu, split, N_GPU_TOKENS, V, what);
+                free(split);
+            }
+    free(cpu);
+    model_free(&m);
+}
+
 // Experts on the CPU beside GPU layers (--n-cpu-moe): every layer of
 // moe-mixed (its up experts of another type than its gate experts) on the
 // GPU and the experts of the first two, then of all four, in host memory,
-// run by the CPU backend on the GPU's hidden state. The CUDA kernels sum in
-// their own order, so the logits are held to the split tolerance of the
-// CPU's (0.5 of their spread, as golden::split), and the top token to the
-// CPU's wherever the CPU's margin is wider.
+// run by the CPU backend on the GPU's hidden state, near the CPU's logits
+// (expect_near_cpu).
 Test(engine, experts_on_the_cpu_beside_gpu_layers) {
-    if (seam_cuda_device_count() == 0) cr_skip_test("skipped: no CUDA device");
+    if (seam_cuda_device_count() == 0) test_no_gpu("cudaGetDeviceCount found none");
     seam_model m;
     seam_error e = {{0}};
     cr_assert_eq(model_load(&m, synthetic("moe-mixed"), &e), 0, "%s", e.msg);
@@ -318,28 +406,87 @@ Test(engine, experts_on_the_cpu_beside_gpu_layers) {
         const char *why;
         float *split = run_planned(&m, (seam_plan_request){.gpu_layers = L, .head = -1, .n_cpu_moe = kept},
                                    gpu_tokens, N_GPU_TOKENS, true, &why);
-        for (int p = 0; p < N_GPU_TOKENS; p++) {
-            const float *a = cpu + (size_t)p * V, *b = split + (size_t)p * V;
-            double mean = 0, var = 0, worst = 0;
-            int best = 0, second = -1;
-            for (int i = 0; i < V; i++) mean += a[i] / V;
-            for (int i = 0; i < V; i++) {
-                var += (a[i] - mean) * (a[i] - mean) / V, worst = fmax(worst, fabs(a[i] - b[i]));
-                if (a[i] > a[best]) second = best, best = i;
-                else if (second < 0 || a[i] > a[second]) second = i;
-            }
-            const double std = sqrt(var);
-            cr_expect(worst <= 0.5 * std, "experts of %d layers on the CPU, token %d: max |diff| %.4g = %.3g std", kept,
-                      p, worst, worst / std);
-            int top = 0;
-            for (int i = 1; i < V; i++) top = b[i] > b[top] ? i : top;
-            if (a[best] - a[second] > 0.5 * std)
-                cr_expect_eq(top, best, "experts of %d layers on the CPU, token %d: top token %d, the CPU's %d", kept, p,
-                             top, best);
-        }
+        char what[96];
+        snprintf(what, sizeof what, "experts of %d layers on the CPU", kept);
+        expect_near_cpu(cpu, split, N_GPU_TOKENS, V, what);
         free(split);
     }
     free(cpu);
+    model_free(&m);
+}
+
+// A prompt through the GPU layers as matrix products (--gpu-prefill gemm:
+// f16 weights on cuBLAS) against the token path, position by position: the
+// K and V rows every layer cached. The two differ by design (f16 products
+// against int8 dots) by a little everywhere; a token of the batch at
+// another's position (a RoPE, KV slot or attention range taken from the
+// wrong token), or seeing a position it must not, moves its rows by their
+// whole size, where the last token's logits alone moved 0.2 std.
+static void kv_rows_of(const seam_model *m, const int *tokens, int n, seam_gpu_prefill mode, float **k, float **v) {
+    const seam_config *c = &m->cfg;
+    const int L = c->n_layers, kv_dim = c->n_kv_heads * c->head_dim;
+    seam_engine eng;
+    seam_plan plan;
+    seam_error e = {{0}};
+    const seam_plan_request req = {.gpu_layers = L, .head = -1, .n_ctx = n, .gpu_budget = 1ull << 40, .gpu_prefill = mode};
+    cr_assert_eq(plan_make(&plan, m, &req, &e), 0, "%s", e.msg);
+    cr_assert(engine_init_kv(&eng, m, n, plan.cache, &e) == 0 && engine_place(&eng, &plan, true, &e) == 0, "%s", e.msg);
+    cr_assert_eq(gpu_segment_gemm(eng.gpu, n), mode == GPU_PREFILL_GEMM, "the GEMM path is %staken",
+                 mode == GPU_PREFILL_GEMM ? "not " : "");
+    float *logits;
+    cr_assert_eq(engine_prefill(&eng, tokens, n, 0, &logits, &e), 0, "%s", e.msg);
+    *k = malloc(sizeof(float) * (size_t)L * n * kv_dim), *v = malloc(sizeof(float) * (size_t)L * n * kv_dim);
+    seam_f16 *kr = malloc(sizeof(seam_f16) * (size_t)n * kv_dim), *vr = malloc(sizeof(seam_f16) * (size_t)n * kv_dim);
+    for (int il = 0; il < L; il++) {
+        size_t row;
+        cr_assert_eq(gpu_segment_kv_rows(eng.gpu, il, 0, n, kr, vr, &row, &e), 0, "%s", e.msg);
+        cr_assert_eq(row, sizeof(seam_f16) * (size_t)kv_dim, "an f16 cache's rows");
+        for (size_t i = 0; i < (size_t)n * kv_dim; i++)
+            (*k)[(size_t)il * n * kv_dim + i] = seam_f16_to_f32(kr[i]), (*v)[(size_t)il * n * kv_dim + i] = seam_f16_to_f32(vr[i]);
+    }
+    free(kr), free(vr);
+    engine_free(&eng);
+}
+
+// ||a - b|| / ||b|| over n values.
+static double rel_error(const float *a, const float *b, int n) {
+    double d = 0, r = 0;
+    for (int i = 0; i < n; i++) d += (double)(a[i] - b[i]) * (a[i] - b[i]), r += (double)b[i] * b[i];
+    return sqrt(d / (r > 0 ? r : 1));
+}
+
+// Rows of a layer lie this close between the two paths (measured on the
+// emulated device: the worst row of any layer of small at 0.026), and a row
+// of another position lies near sqrt(2) away.
+#define GEMM_KV_ROW_TOL 0.1
+
+Test(engine, gemm_prefill_writes_the_token_paths_kv_rows) {
+    if (seam_cuda_device_count() == 0) test_no_gpu("cudaGetDeviceCount found none");
+    seam_model m;
+    seam_error e = {{0}};
+    cr_assert_eq(model_load(&m, synthetic("small"), &e), 0, "%s", e.msg);
+    enum { N = 40 };
+    int tokens[N];
+    for (int i = 0; i < N; i++) tokens[i] = (i * 37 + 11) % m.cfg.n_vocab;
+    float *kg, *vg, *kt, *vt;
+    kv_rows_of(&m, tokens, N, GPU_PREFILL_GEMM, &kg, &vg);
+    kv_rows_of(&m, tokens, N, GPU_PREFILL_TOKENS, &kt, &vt);
+    const int kv_dim = m.cfg.n_kv_heads * m.cfg.head_dim;
+    double worst = 0;
+    for (int il = 0; il < m.cfg.n_layers; il++)
+        for (int t = 0; t < N; t++) {
+            const size_t at = ((size_t)il * N + t) * kv_dim;
+            const double ek = rel_error(kg + at, kt + at, kv_dim), ev = rel_error(vg + at, vt + at, kv_dim);
+            worst = fmax(worst, fmax(ek, ev));
+            cr_expect(ek <= GEMM_KV_ROW_TOL && ev <= GEMM_KV_ROW_TOL,
+                      "layer %d, position %d: the GEMM prefill's K row lies %.3g, its V row %.3g from the token path's "
+                      "(tolerance %.2g)", il, t, ek, ev, GEMM_KV_ROW_TOL);
+            if (t > 0)  // the tolerance tells positions apart
+                cr_assert_gt(rel_error(kt + at - kv_dim, kt + at, kv_dim), 4 * GEMM_KV_ROW_TOL,
+                             "layer %d: positions %d and %d have nearly the same K row", il, t - 1, t);
+        }
+    cr_log_info("the GEMM prefill's K and V rows: the worst lies %.3g from the token path's", worst);
+    free(kg), free(vg), free(kt), free(vt);
     model_free(&m);
 }
 

@@ -59,6 +59,8 @@ its values, separated by single spaces; a list starts with its length:
   cache K V                       the KV cache's types (f16 or q8_0); absent:
                                   f16 f16
   sha256 HEX                      SHA-256 of the GGUF file
+  split_tol T                     the GPU split's tolerance, std (seam's own measurement:
+                                  tools/split_tolerances.py writes it, this script keeps it)
   n_vocab N
   tokens N t0 t1 ...              the prompt's token ids
   top1 N ...                      llama.cpp's top token after each prompt token
@@ -200,6 +202,10 @@ def write_fixture(name, model_line, gguf, text, threads, cache="f16"):
     stored = stored_positions(n, ref.n_vocab)
 
     base = os.path.join(golden_dir(order_of(system_info()[1])), f"logits-{name}")
+    # the GPU split's tolerance is seam's measurement, not llama.cpp's: kept
+    # as tools/split_tolerances.py wrote it
+    kept = [l for l in open(base + ".txt") if l.startswith(("split_tol ", "# split_tol:"))] \
+        if os.path.exists(base + ".txt") else []
     logits[stored].astype("<f4").tofile(base + ".f32")
     g = "{:.9g}"
     with open(base + ".txt", "w") as f:
@@ -211,6 +217,7 @@ def write_fixture(name, model_line, gguf, text, threads, cache="f16"):
         f.write(f"system_info {info}\n")
         f.write(f"model {model_line}\n")
         f.write(f"sha256 {sha256(gguf)}\n")
+        f.writelines(kept)
         if cache != "f16":
             f.write(f"cache {cache} {cache}\n")
         f.write(f"n_vocab {ref.n_vocab}\n")

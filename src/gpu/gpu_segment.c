@@ -94,6 +94,11 @@ void gpu_segment_time_layers(gpu_segment *g, bool on) {}
 
 const char *gpu_segment_graph_failure(const gpu_segment *g) { return NULL; }
 
+int gpu_segment_kv_rows(const gpu_segment *g, int il, int pos0, int n, void *k, void *v, size_t *row_bytes,
+                        seam_error *e) {
+    return seam_fail(e, "this seam was built without CUDA");
+}
+
 #else
 
 #include "gpu/segment_state.h"
@@ -474,6 +479,25 @@ static bool replay_graph(gpu_segment *g) {
 }
 
 const char *gpu_segment_graph_failure(const gpu_segment *g) { return g->graph_failure[0] ? g->graph_failure : NULL; }
+
+int gpu_segment_kv_rows(const gpu_segment *g, int il, int pos0, int n, void *k, void *v, size_t *row_bytes,
+                        seam_error *e) {
+    if (il < 0 || il >= g->n_layers) return seam_fail(e, "layer %d is not one of the segment's %d", il, g->n_layers);
+    const seam_config *c = &g->model->cfg;
+    const seam_cuda_kv *kv = &g->layers[il].kv;
+    const uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
+    const size_t k_row = (size_t)ggml_row_bytes(kv->k_type, kv_dim), v_row = (size_t)ggml_row_bytes(kv->v_type, kv_dim);
+    if (k_row != v_row) return seam_fail(e, "K and V rows of %zu and %zu bytes: take them one type at a time", k_row, v_row);
+    *row_bytes = k_row;
+    if (seam_cuda_stream_synchronize(g->stream, e)) return -1;
+    for (int t = pos0; t < pos0 + n; t++) {
+        const size_t at = (size_t)(t % kv->rows) * k_row;
+        if (seam_cuda_download((uint8_t *)k + (size_t)(t - pos0) * k_row, (const uint8_t *)kv->k + at, k_row, e) ||
+            seam_cuda_download((uint8_t *)v + (size_t)(t - pos0) * v_row, (const uint8_t *)kv->v + at, v_row, e))
+            return -1;
+    }
+    return 0;
+}
 
 void gpu_segment_time_layers(gpu_segment *g, bool on) {
     if (g->time_layers == on) return;

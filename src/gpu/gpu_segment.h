@@ -63,6 +63,13 @@ void gpu_segment_time_layers(gpu_segment *g, bool on);
 // then runs op by op (the first token always does, before the capture).
 const char *gpu_segment_graph_failure(const gpu_segment *g);
 
+// Layer il's cached K and V rows of positions [pos0, pos0 + n), each as its
+// row of the device cache holds it (row_bytes: one row's bytes, of
+// n_kv_heads * head_dim values of the cache's type), downloaded into k and
+// v (n rows each): what two paths wrote, for the tests to compare.
+int gpu_segment_kv_rows(const gpu_segment *g, int il, int pos0, int n, void *k, void *v, size_t *row_bytes,
+                        seam_error *e);
+
 // The batch from which --gpu-prefill auto takes the GEMM (plan.h's
 // seam_gpu_prefill). Provisional, until a device measures it (bench/gpu-check.sh's pp32..pp512
 // through both paths): llama.cpp's batch from which ggml-cuda takes
