@@ -10,6 +10,7 @@
 // 28-token vocabulary; chat's are the synthetic tiny qwen3, with and without
 // a template, and the default model, base Gemma 3 (no template).
 #include <criterion/criterion.h>
+#include <math.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -794,6 +795,44 @@ Test(cli, an_emulated_split_reports_its_crossings, .timeout = 300) {
     cr_assert(strstr(b.out, "| CUDA-emu + CPU ") && strstr(b.out, "| CPU "), "no CUDA-emu and CPU rows:\n%s", b.out);
     cr_assert(strstr(b.out, "CUDA-emu: the GPU layers ran on the emulated device"), "no note under the table:\n%s",
               b.out);
+    result_free(&b);
+}
+
+// The GPU board's energy (NVML; on the emulated device its power model,
+// SEAM_EMU_WATTS idle and busy watts): seam run reports W and J/token over
+// the decode where GPU layers run, and the arithmetic holds -- J/token is W
+// times the decode's seconds over its tokens, W lies between the idle and
+// busy figures -- and says the CPU's energy is not counted; a run with no
+// GPU layers reports none; seam bench has a line per decode test.
+Test(cli, gpu_energy_per_token_is_reported, .timeout = 300) {
+    setenv("SEAM_EMU_WATTS", "50,450", 1);
+    const char *tiny = tiny_model();
+    result r = run(ARGS("run", "-m", tiny, "--tokens", "1,2,3", "-n", "16", "-t", "1", "-ngl", "4"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam run -ngl 4 failed:\n%s", r.err);
+    const char *line = strstr(r.err, "seam: GPU energy over the decode of ");
+    cr_assert(line, "no energy line:\n%s", r.err);
+    double watts, j_token, busy, seconds;
+    int n, generated;
+    cr_assert(sscanf(line, "seam: GPU energy over the decode of %d tokens: %lf W, %lf J/token, the GPU busy %lf%%", &n,
+                     &watts, &j_token, &busy) == 4, "%s", line);
+    const char *dec = strstr(r.err, "; decode ");
+    cr_assert(dec && sscanf(dec, "; decode %d tokens in %lf s", &generated, &seconds) == 2, "no decode line:\n%s",
+              r.err);
+    cr_assert(watts >= 50 && watts <= 450, "%.1f W outside the board's 50..450 W", watts);
+    cr_assert(busy > 0 && busy <= 100, "busy %.0f%%", busy);
+    const double want = watts * seconds / n;
+    cr_assert(n > 0 && fabs(j_token - want) <= 0.1 * want, "%.3f J/token, but %.1f W over %.3f s for %d tokens is %.3f",
+              j_token, watts, seconds, n, want);
+    cr_assert(strstr(line, "the emulated board's power model") && strstr(line, "the CPU's energy is not counted"),
+              "%s", line);
+    result_free(&r);
+    result c = run(ARGS("run", "-m", tiny, "--tokens", "1,2,3", "-n", "4", "-t", "1"));
+    cr_assert(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0 && !strstr(c.err, "GPU energy"),
+              "a CPU run reports GPU energy:\n%s", c.err);
+    result_free(&c);
+    result b = run(ARGS("bench", "-m", tiny, "-p", "0", "-n", "8", "-ngl", "4", "-r", "2", "-t", "1"));
+    cr_assert(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0, "seam bench -ngl 4 failed:\n%s", b.err);
+    cr_assert(strstr(b.out, "GPU energy, tg8 ngl=4: ") && strstr(b.out, "J/token"), "no energy line:\n%s", b.out);
     result_free(&b);
 }
 

@@ -32,6 +32,7 @@
 #include "cpu/membw.h"
 #include "cpu/speed.h"
 #include "engine/engine.h"
+#include "gpu/energy.h"
 #include "gpu/gpu_segment.h"
 #include "plan/memstat.h"
 #include "model/model.h"
@@ -87,6 +88,9 @@ typedef struct {
     double int8_peak;              // pp on the CPU: the int8 roof's G multiply-adds/s on these threads (0: none)
     uint64_t mem, mem_pred;          // host bytes held after the test, and the plan's prediction
     uint64_t gpu_mem, gpu_mem_pred;  // the same on the GPU (0 without one)
+    bool energy;                     // tg with GPU layers: the board's energy over the measured runs (NVML)
+    gpu_energy_result power;         // ... its figures
+    double j_token;                  // ... and per decoded token
 } bench_row;
 
 static void usage(FILE *f) {
@@ -341,6 +345,20 @@ static void print_md(const bench_row *rows, int n) {
                    "model, times tokens/s over it\n",
                    i ? "" : "\n", rows[i].threads, rows[i].int8_peak, rows[i].kernels);
     }
+    // the GPU board's energy over each decode test's measured runs
+    bool any_energy = false;
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        if (!r->energy) continue;
+        char test[48];
+        test_name(r, test, sizeof test);
+        printf("%sGPU energy, %s ngl=%d%s: %.1f W, %.3f J/token, the GPU busy %.0f%% of the time (NVML%s)\n",
+               any_energy ? "" : "\n", test, r->gpu_layers, r->overflow != OVERFLOW_CPU ? " (overflow on the GPU)" : "",
+               r->power.watts, r->j_token, 100 * r->power.busy,
+               r->emulated ? ", the emulated board's power model" : r->power.counter ? ", energy counter" : ", power samples");
+        any_energy = true;
+    }
+    if (any_energy) printf("The board's energy alone: the CPU's (its layers, the host's work) is not counted.\n");
     for (int i = 0; i < n; i++)
         if (rows[i].emulated) {
             printf("\nCUDA-emu: the GPU layers ran on the emulated device (emu/), on this CPU: their times are CPU "
@@ -368,13 +386,15 @@ static void print_json(const bench_row *rows, int n) {
         printf("], \"weight_bytes\": %.0f, \"kv_bytes\": %.0f, \"gbps\": %.4f, \"read_gbps\": %.4f, "
                "\"host_bytes\": %llu, \"host_predicted\": %llu, \"gpu_bytes\": %llu, \"gpu_predicted\": %llu, "
                "\"gpu_prefill\": \"%s\", \"gpu_emulated\": %s, \"predicted_ts\": %.4f, \"macs_per_token\": %.0f, "
-               "\"int8_peak_gmacs\": %.3f, \"segments_us\": {\"gpu\": %.3f, \"cpu\": %.3f, \"cpu_attention\": %.3f, \"head\": %.3f}}%s\n",
+               "\"int8_peak_gmacs\": %.3f, \"segments_us\": {\"gpu\": %.3f, \"cpu\": %.3f, \"cpu_attention\": %.3f, \"head\": %.3f}, "
+               "\"gpu_watts\": %.3f, \"gpu_j_per_token\": %.5f, \"gpu_busy\": %.4f}%s\n",
                r->weight_bytes, r->kv_bytes, r->gbs, r->read_limit, (unsigned long long)r->mem,
                (unsigned long long)r->mem_pred, (unsigned long long)r->gpu_mem, (unsigned long long)r->gpu_mem_pred,
                gpu_prefill_name[r->gpu_prefill], r->emulated ? "true" : "false", r->predicted_ts, r->macs, r->int8_peak,
                r->segment_us[SEG_GPU],
                r->segment_us[SEG_CPU], r->cpu_attention_us,
-               r->segment_us[SEG_HEAD], i + 1 < n ? "," : "");
+               r->segment_us[SEG_HEAD], r->energy ? r->power.watts : 0, r->j_token, r->energy ? r->power.busy : 0,
+               i + 1 < n ? "," : "");
     }
     printf("]\n");
 }
@@ -519,9 +539,12 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                 test_name(row, test, sizeof test);
                 // the timeline holds one repetition at a time (its reserve is one run's)
                 const seam_timeline_mark start = timeline_mark(&eng.timeline);
+                gpu_energy *meter = NULL;
                 for (int r = -1; r < o->reps && rc == 0; r++) {  // r = -1: the warm-up
                     double sec;
                     timeline_rewind(&eng.timeline, start);
+                    const char *why;
+                    if (r == 0 && gpu && row->n_gen) meter = gpu_energy_start(&why);  // the measured runs
                     if (run_once(&eng, row, ids, &sec, &e)) {
                         fprintf(stderr, "seam bench: %s: %s\n", what, e.msg);
                         rc = -1;
@@ -532,6 +555,11 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                     if (progress)
                         fprintf(stderr, "\rseam bench: %s %s: %s %d/%d  ", what, test, r < 0 ? "warm-up" : "run", r + 1,
                                 o->reps);
+                }
+                if (meter) {
+                    gpu_energy_stop(meter, &row->power);
+                    row->energy = rc == 0 && row->reps > 0;
+                    row->j_token = row->energy ? row->power.joules / ((double)row->reps * row->n_gen) : 0;
                 }
                 if (rc) break;
                 if (row->n_gen) {

@@ -14,6 +14,7 @@
 #include "cli/options.h"
 #include "engine/engine.h"
 #include "format/gguf.h"
+#include "gpu/energy.h"
 #include "gpu/gpu_segment.h"
 #include "model/model.h"
 #include "model/shape.h"
@@ -271,9 +272,14 @@ static int cmd_run(const options *o) {
     if (engine_prefill(&ss.eng, ss.prompt, ss.n_prompt, 0, &logits, &err)) goto fail;
     t_prefill = seam_now() - t_prefill;
 
+    // the GPU board's energy over the decode, where a GPU runs layers
+    const char *no_meter = "no GPU layers";
+    gpu_energy *meter = ss.eng.gpu ? gpu_energy_start(&no_meter) : NULL;
     double t_decode = seam_now();
     int pos = ss.n_prompt;
     const int n_generated = generate(&ss, &sampler, logits, &pos, o->n_predict, o->print_ids, &err);
+    gpu_energy_result power = {0};
+    if (meter) gpu_energy_stop(meter, &power);
     if (n_generated < 0) goto fail;
     t_decode = seam_now() - t_decode;
     const double gb = (double)model_bytes_per_token(&ss.model) / 1e9;
@@ -281,6 +287,16 @@ static int cmd_run(const options *o) {
     fprintf(stderr, "seam: prefill %d tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s (%.1f tok/s, %.1f GB/s of weights)\n",
             ss.n_prompt, t_prefill, ss.n_prompt / t_prefill, n_generated, t_decode, n_decoded / t_decode,
             gb * n_decoded / t_decode);
+    if (meter && n_decoded > 0) {
+        bool emulated;
+        gpu_device_name(&emulated);
+        fprintf(stderr, "seam: GPU energy over the decode of %d tokens: %.1f W, %.3f J/token, the GPU busy %.0f%% of the "
+                "time (NVML%s; the CPU's energy is not counted)\n", n_decoded, power.watts, power.joules / n_decoded,
+                100 * power.busy,
+                emulated ? ", the emulated board's power model" : power.counter ? ", energy counter" : ", power samples");
+    } else if (ss.eng.gpu) {
+        fprintf(stderr, "seam: GPU energy not measured: %s\n", no_meter);
+    }
     char filled[64];
     snprintf(filled, sizeof filled, "filling %d of %d positions", pos, ss.eng.n_ctx);
     session_memory(&ss, filled);
