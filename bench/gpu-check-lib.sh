@@ -3,11 +3,15 @@
 #
 #   check_begin OUT SECONDS   logs in a private folder, OUT/summary.txt, a
 #                             deadline SECONDS from now
-#   step NAME [--limit S] [--needs PATH]... [--out FILE] [--show REGEX] -- COMMAND...
+#   step NAME [--limit S] [--expect S] [--needs PATH]... [--makes PATH]... [--out FILE] [--show REGEX] -- COMMAND...
 #       runs COMMAND (stdin from /dev/null) with its output in NAME.log;
 #       --limit  its own time limit (default 600 s); the deadline cuts it
 #                shorter, and no step starts within CHECK_MIN_LEFT of it
+#       --expect the seconds it takes on the lent machine (the schedule's
+#                estimate: the summary shows it beside the time taken, and
+#                the fake run below advances its clock by it)
 #       --needs  skips it, saying so, when PATH does not exist
+#       --makes  a PATH it writes, which a later step may need
 #       --out    its stdout (not stderr) also appended to OUT/FILE, under a
 #                heading: the result tables
 #       --show   the first log lines matching REGEX go into the summary (a
@@ -19,18 +23,42 @@
 #                             failed or was cut off by the deadline
 #
 # Every step ends with OUT/gpu-check-logs.tar.gz rewritten, so a run killed
-# from outside still returns every log it wrote. A step past its limit gets
+# from outside still returns every log it wrote.
+#
+# The fake run (CHECK_FAKE=1, tests/gpu_check_schedule.sh): no command runs;
+# the clock starts at 0 and each step advances it by its --expect seconds
+# (at most its limit), so the schedule is played in a moment; a --needs is
+# met only by a path in the working tree that travels (git's tracked and
+# untracked-not-ignored files), in CHECK_FAKE_CARRIED (the carry list) or
+# named by an earlier step's --makes, so that a step reading something the
+# device run does not have is a SKIP line there too. A step past its limit gets
 # SIGTERM, then SIGKILL 5 s later, with every process it started (timeout
 # signals its whole process group).
 
 CHECK_MIN_LEFT=${CHECK_MIN_LEFT:-10}   # seconds: no step starts closer to the deadline
 CHECK_LOG_MAX=${CHECK_LOG_MAX:-2097152} # bytes of a log kept in the archive (its head and tail)
 
+CHECK_FAKE=${CHECK_FAKE:-0}
+CHECK_FAKE_NOW=0
+CHECK_MADE=()
+
+check_now() { if ((CHECK_FAKE)); then echo "$CHECK_FAKE_NOW"; else date +%s; fi; }
+
+# Whether PATH is there: on the machine, or in the fake run as described above.
+check_have() {
+    local path=$1 p
+    ((CHECK_FAKE)) || { [ -e "$path" ]; return; }
+    for p in "${CHECK_MADE[@]}" ${CHECK_FAKE_CARRIED:-}; do
+        [ "$path" = "$p" ] || [[ "$path" == "$p"/* ]] && return 0
+    done
+    [ -n "$(git ls-files --cached --others --exclude-standard -- "$path" 2>/dev/null | head -n 1)" ]
+}
+
 check_begin() {
     CHECK_OUT=$1
     mkdir -p "$CHECK_OUT"
     CHECK_LOGS=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-logs.XXXXXX")
-    CHECK_DEADLINE=$(($(date +%s) + $2))
+    CHECK_DEADLINE=$(($(check_now) + $2))
     CHECK_FAILED=0
     CHECK_CUT=0
     CHECK_COUNTS=(0 0 0)  # PASS FAIL SKIP
@@ -73,13 +101,15 @@ check_trim() {
 }
 
 step() {
-    local name=$1 limit=600 out="" show="" need
-    local -a needs=()
+    local name=$1 limit=600 expect="" out="" show="" need
+    local -a needs=() makes=()
     shift
     while [ $# -gt 0 ] && [ "$1" != -- ]; do
         case $1 in
         --limit) limit=$2 ;;
+        --expect) expect=$2 ;;
         --needs) needs+=("$2") ;;
+        --makes) makes+=("$2") ;;
         --out) out=$2 ;;
         --show) show=$2 ;;
         *) echo "gpu-check: step $name: unknown option $1" >&2 && return 1 ;;
@@ -88,13 +118,13 @@ step() {
     done
     shift # --
     for need in "${needs[@]}"; do
-        if [ ! -e "$need" ]; then
+        if ! check_have "$need"; then
             check_record SKIP "$name" "$need is missing"
             check_archive
             return 2
         fi
     done
-    local left=$((CHECK_DEADLINE - $(date +%s))) by_deadline=0
+    local left=$((CHECK_DEADLINE - $(check_now))) by_deadline=0
     if ((left < CHECK_MIN_LEFT)); then
         CHECK_CUT=1
         check_record SKIP "$name" "not started: the deadline was ${left} s away"
@@ -102,6 +132,19 @@ step() {
         return 2
     fi
     ((limit >= left)) && limit=$left by_deadline=1
+    if ((CHECK_FAKE)); then  # the schedule alone: its expected seconds, cut at its limit
+        local secs=${expect:-0}
+        ((secs > limit)) && secs=$limit
+        CHECK_FAKE_NOW=$((CHECK_FAKE_NOW + secs))
+        CHECK_MADE+=("${makes[@]}")
+        if ((secs >= limit)) && ((by_deadline)); then
+            CHECK_CUT=1
+            check_record FAIL "$name" "killed at the deadline after ${secs} s (fake run)" "${secs}s"
+            return 1
+        fi
+        check_record PASS "$name" "fake run: expected ${expect:-?} s" "${secs}s"
+        return 0
+    fi
     local log="$CHECK_LOGS/$name.log" t0=$SECONDS rc
     printf '$ %s\n# limit %d s, started %s\n' "$*" "$limit" "$(date -u +%H:%M:%S)" >"$log"
     if [ -n "$out" ]; then
@@ -112,7 +155,7 @@ step() {
         timeout -k 5 "$limit" "$@" </dev/null >>"$log" 2>&1
         rc=$?
     fi
-    local secs=$((SECONDS - t0)) status=PASS reason=""
+    local secs=$((SECONDS - t0)) status=PASS reason="${expect:+expected ${expect} s}"
     if ((rc != 0)); then
         status=FAIL
         if { ((rc == 124)) || ((rc == 137)); } && ((secs >= limit)); then
