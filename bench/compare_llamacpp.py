@@ -325,14 +325,22 @@ def membw(threads):
     return rows, out
 
 
+# The CPU features that decide which llama.cpp build and which seam kernel
+# set run (lscpu's flags).
+KERNEL_FLAGS = ("avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
+                "avx512_fp16", "amx_int8")
+
+
 def machine():
-    model = "?"
+    model, flags = "?", ""
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
         model = re.search(r"Model name:\s+(.*)", out).group(1).strip()
+        have = set(re.search(r"Flags:\s+(.*)", out).group(1).split())
+        flags = "; lscpu flags: " + " ".join(f for f in KERNEL_FLAGS if f in have)
     except Exception:
         pass
-    return f"{model}, {os.cpu_count()} CPUs"
+    return f"{model}, {os.cpu_count()} CPUs{flags}"
 
 
 def med(xs):
@@ -612,6 +620,7 @@ def main():
             what = " and ".join({"tg": "decode", "pp": "prompts"}[t] for t in tests)
             f.write(f"# CPU {what}: seam vs llama.cpp ({datetime.date.today().isoformat()})\n\n")
             f.write(f"- machine: {machine()}\n- command: `{cmd}`\n")
+            f.write(f"- seam's kernels: {os.environ.get('SEAM_KERNELS') or 'the default (fastest) set'}\n")
             try:
                 import llama_cpp
                 f.write(f"- llama.cpp: llama-cpp-python {llama_cpp.__version__}\n")
