@@ -3,9 +3,11 @@
 
   tools/mutate.py [--rev REV] [--only N,M,...] [--list] [--keep] [-j N]
 
-Each mutant of MUTANTS below changes one line of src/ (the kernels, the
-tokenizer, the sampler, the engine, the plan, the CLI) the way a plausible
-bug would. The check copies the tree (the working tree, or git revision REV:
+Each mutant of MUTANTS below changes one line of src/ or kernels/ (the
+kernels, the tokenizer, the sampler, the engine, the plan, the CLI, the CUDA
+side) the way a plausible bug would. The CUDA side's mutants run in an
+emulated build (-DSEAM_CUDA_EMU=ON) against its GPU tests, the rest in a
+CPU-only one. The check copies the tree (the working tree, or git revision REV:
 its src/ must still hold every mutant's line) to a temporary folder, with the
 installed models and vocabularies (models/*.gguf), builds it CPU-only
 (-DSEAM_CUDA=OFF: no nvcc time), runs the suite once unmutated (it must
@@ -104,7 +106,34 @@ MUTANTS = [
     ("src/plan/plan.c", "const seam_device kv_dev = il < n || overflow_on_gpu ? DEV_GPU : DEV_CPU;",
      "const seam_device kv_dev = il <= n || overflow_on_gpu ? DEV_GPU : DEV_CPU;",
      "the first CPU layer's KV cache counted on the GPU"),
+    # the CUDA side, on the emulated device (CUDA_MUTANT_PATHS: an emulated
+    # build and its GPU tests): the holes the emulator and the suite missed
+    ("kernels/cuda_common.cuh", "for (int i = threadIdx.x; i < n; i += blockDim.x) max = fmaxf(max, x[i]);",
+     "for (int i = threadIdx.x; i <= n; i += blockDim.x) max = fmaxf(max, x[i]);",
+     "block_softmax's max reads one past the end"),
+    ("kernels/norm_rope.cu", "for (int i = threadIdx.x; i < n; i += NORM_THREADS) ss += (double)(xr[i] * xr[i]);",
+     "for (int i = threadIdx.x; i <= n; i += NORM_THREADS) ss += (double)(xr[i] * xr[i]);",
+     "rmsnorm reads x[n] (past the end on a 1-row shape)"),
+    ("kernels/norm_rope.cu", "const float pos = (float)step[blockIdx.x / n_heads].pos;",
+     "const float pos = (float)step[blockIdx.x / n_heads ? 1 : 0].pos;",
+     "RoPE gives every token of a batch but the first token 1's position"),
+    ("kernels/matvec.cu", "if (row >= rows) return;  // the whole warp: the shuffles below see all 32 lanes",
+     "if (row > rows) return;  // the whole warp: the shuffles below see all 32 lanes",
+     "the matvec's row bound off by one"),
+    ("src/gpu/gpu_segment.c", "if (gpu_crossing(g, CROSS_D2H, g->x_pinned, x_dev, x_bytes, g->n_layers, false, token, tl, e)) return -1;",
+     "if (gpu_crossing(g, CROSS_D2H, g->x_pinned, x_dev, x_bytes - sizeof(float), g->n_layers, false, token, tl, e)) return -1;",
+     "the hidden state crosses back one float short"),
+    ("kernels/gemm.cu", "    cublasStatus_t st = b->stream == stream_of(s) ? CUBLAS_STATUS_SUCCESS : bind(b, stream_of(s), &what);",
+     "    cublasStatus_t st = cublasSetStream(b->h, stream_of(s));",
+     "cublasSetStream without the workspace again (cuBLAS's own pool)"),
+    ("src/plan/memstat.c",
+     '    m->gpu_free = gpu_free_bytes();\n    FILE *f = fopen("/proc/self/status", "r");\n    char line[256];\n    while (f && fgets(line, sizeof line, f)) {\n        unsigned long long kib;\n        if (sscanf(line, "VmRSS: %llu kB", &kib) == 1) m->rss = kib << 10;\n        else if (sscanf(line, "RssAnon: %llu kB", &kib) == 1) m->rss_anon = kib << 10;\n    }\n    if (f) fclose(f);\n',
+     '    FILE *f = fopen("/proc/self/status", "r");\n    char line[256];\n    while (f && fgets(line, sizeof line, f)) {\n        unsigned long long kib;\n        if (sscanf(line, "VmRSS: %llu kB", &kib) == 1) m->rss = kib << 10;\n        else if (sscanf(line, "RssAnon: %llu kB", &kib) == 1) m->rss_anon = kib << 10;\n    }\n    if (f) fclose(f);\n    m->gpu_free = gpu_free_bytes();\n',
+     "the GPU read after the resident set (the CUDA context counted as the engine's)"),
 ]
+# Mutants of these paths run in an emulated build (-DSEAM_CUDA_EMU=ON) and its GPU tests.
+CUDA_MUTANT_PATHS = ("kernels/", "src/gpu/", "src/plan/memstat.c")
+CUDA_TESTS = "test_cuda|test_emu|test_engine|test_plan|golden_split"
 
 
 def sh(cmd, cwd, log, env=None, timeout=None):
@@ -152,7 +181,7 @@ def main():
         return 0
 
     work = tempfile.mkdtemp(prefix="seam-mutate-")
-    tree, build, log = os.path.join(work, "tree"), os.path.join(work, "tree", "build"), os.path.join(work, "log.txt")
+    tree, log = os.path.join(work, "tree"), os.path.join(work, "log.txt")
     os.makedirs(tree)
     copy_tree(a.rev, tree)
     for i in chosen:  # every mutant's line must be there once, before anything is built
@@ -161,12 +190,18 @@ def main():
         if n != 1:
             sys.exit(f"mutate: mutant {i}: {MUTANTS[i - 1][0]} holds its line {n} times, not once: {old}")
     env = dict(os.environ, SEAM_REQUIRE_INPUTS="1", SEAM_REQUIRE_SIMD="1")
-    ctest = ["ctest", "--test-dir", build, "--stop-on-failure", "--no-tests=error", "--output-on-failure",
-             "-j", str(a.j)]
-    print(f"mutate: {a.rev or 'the working tree'} in {tree}; log {log}", flush=True)
-    configure = ["cmake", "-S", tree, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DSEAM_CUDA=OFF"]
-    if sh(configure, tree, log) or sh(["cmake", "--build", build], tree, log) or sh(ctest, tree, log, env):
-        sys.exit(f"mutate: the unmutated tree does not build or pass its suite (see {log})")
+    is_cuda = lambda i: MUTANTS[i - 1][0].startswith(CUDA_MUTANT_PATHS)  # noqa: E731
+    builds = {}  # "cpu" and/or "emu": (build folder, ctest command)
+    for kind in sorted({"emu" if is_cuda(i) else "cpu" for i in chosen}):
+        b = os.path.join(tree, "build" if kind == "cpu" else "build-emu")
+        ctest = ["ctest", "--test-dir", b, "--stop-on-failure", "--no-tests=error", "--output-on-failure",
+                 "-j", str(a.j)] + (["-R", CUDA_TESTS] if kind == "emu" else [])
+        flags = ["-DSEAM_CUDA=OFF"] if kind == "cpu" else ["-DSEAM_CUDA_EMU=ON", "-DCMAKE_BUILD_TYPE=RelWithDebInfo"]
+        configure = ["cmake", "-S", tree, "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"] + flags
+        print(f"mutate: {a.rev or 'the working tree'} in {tree} ({kind} build); log {log}", flush=True)
+        if sh(configure, tree, log) or sh(["cmake", "--build", b], tree, log) or sh(ctest, tree, log, env):
+            sys.exit(f"mutate: the unmutated tree does not build or pass its suite in the {kind} build (see {log})")
+        builds[kind] = (b, ctest)
 
     killed = survived = alive_equivalent = 0
     rows = []
@@ -174,6 +209,7 @@ def main():
         path, old, new, what = MUTANTS[i - 1][:4]
         equivalent = MUTANTS[i - 1][4] if len(MUTANTS[i - 1]) > 4 else None
         full = os.path.join(tree, path)
+        build, ctest = builds["emu" if is_cuda(i) else "cpu"]
         original = open(full).read()
         t0 = time.time()
         try:
