@@ -20,6 +20,7 @@
 #include <string>
 
 #include "cuda_common.cuh"
+#include "emu.h"  // the emulator's own figures (CONTEXT_HOST_BYTES)
 
 // Runs body in a child; passes when the child dies (a signal or a non-zero
 // exit) and its stderr holds one of the expected phrases (a '|'-separated
@@ -318,6 +319,41 @@ Test(emu, the_card_is_chosen_by_profile) {
     size_t after;
     cr_assert_eq(cudaMemGetInfo(&after, &total), cudaSuccess);
     cr_assert_eq(free_b - after, (size_t)1 << 20, "cudaMemGetInfo counts what cudaMalloc took");
+}
+
+// ---------------------------------------------------------------- a context's host memory
+
+static size_t rss_anon_bytes() {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "RssAnon: %llu kB", &kib) == 1) break;
+    if (f) fclose(f);
+    return (size_t)kib << 10;
+}
+
+// The process's first CUDA call creates the context, whose host memory (a
+// real driver's 100-300 MB) is resident from then on: a memory account
+// that reads the resident set before that call and after it counts the
+// context as its own. The emulator holds emu::CONTEXT_HOST_BYTES so that
+// such an account fails in CI as it would on a GPU.
+Test(emu, the_first_call_creates_a_contexts_host_memory) {
+    fflush(NULL);
+    const pid_t pid = fork();  // a process that has made no CUDA call yet
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        const size_t before = rss_anon_bytes();
+        int n = 0;
+        cudaGetDeviceCount(&n);
+        // (under AddressSanitizer its shadow adds an eighth)
+        const size_t grown = rss_anon_bytes() - before, want = emu::CONTEXT_HOST_BYTES;
+        _exit(n == 1 && grown >= want && grown < want / 2 * 3 ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+              "the first CUDA call did not add the context's %zu MiB of host memory", emu::CONTEXT_HOST_BYTES >> 20);
 }
 
 // ---------------------------------------------------------------- cuBLAS's memory
