@@ -173,10 +173,11 @@ Test(plan, budget_and_errors) {
     const seam_plan_request mapped_no_gpu = {.gpu_layers = 0, .head = -1, .overflow = OVERFLOW_MAPPED, .n_ctx = 64};
     cr_assert_eq(plan_make(&p, &model, &mapped_no_gpu, &e), -1);
     cr_assert(strstr(e.msg, "--overflow mapped"), "%s", e.msg);
-    const seam_plan_request too_many = {.gpu_layers = model.cfg.n_layers + 1, .head = -1, .n_ctx = 64,
-                                        .gpu_budget = 1ull << 40};
-    cr_assert_eq(plan_make(&p, &model, &too_many, &e), -1);
-    cr_assert(strstr(e.msg, "more than the model"), "%s", e.msg);
+    // -ngl past the model's layers is every layer, and the head, as llama.cpp's -ngl 99
+    const seam_plan_request ngl_99 = {.gpu_layers = 99, .head = -1, .n_ctx = 64, .gpu_budget = 1ull << 40};
+    cr_assert_eq(plan_make(&p, &model, &ngl_99, &e), 0, "%s", e.msg);
+    cr_assert_eq(p.gpu_layers, model.cfg.n_layers);
+    cr_assert_eq(p.head, DEV_GPU);
 }
 
 // --head gpu reads the last layer's output: with layers left to the CPU it

@@ -124,9 +124,8 @@ int plan_max_gpu_layers(const seam_model *m, const seam_plan_request *req) {
 
 int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, seam_error *e) {
     const seam_config *c = &m->cfg;
-    int n = req->gpu_layers;
-    if (n > c->n_layers)
-        return seam_fail(e, "--gpu-layers %d is more than the model's %d layers", n, c->n_layers);
+    // past the model's layers means all of them, as llama.cpp reads -ngl 99
+    int n = req->gpu_layers > c->n_layers ? c->n_layers : req->gpu_layers;
     if (req->gpu_budget == 0 && n > 0)
         return seam_fail(e, "--gpu-layers %d needs a CUDA device and there is none; use -ngl 0", n);
     if (req->gpu_budget == 0 && req->head == DEV_GPU)
