@@ -150,6 +150,11 @@ bool find_region(const void *p, size_t bytes, region *out) {
     return true;
 }
 
+bool host_allocated(uintptr_t begin) {
+    std::lock_guard<std::mutex> lock(S->m);
+    return S->host_allocs.count(begin) > 0;
+}
+
 bool guards_intact(const region &r, std::string *why) {
     std::pair<uintptr_t, uintptr_t> pages;
     {

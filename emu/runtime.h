@@ -127,6 +127,7 @@ cudaError_t status_of(const char *call, cudaError_t e);
 
 // memory.cpp
 void install_fault_handler();  // SIGSEGV in device memory: a fault that says whose memory it was
+bool host_allocated(uintptr_t begin);  // the pinned region at begin is cudaHostAlloc's (not registered)
 const region *region_at(const std::map<uintptr_t, region> &m, uintptr_t p);
 void *allocate(state &s, size_t bytes, const std::string &what);
 void open_window(state &s);

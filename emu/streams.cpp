@@ -30,9 +30,16 @@ void execute(const operation &o) {
     switch (o.kind) {
     case operation::KERNEL: run_kernel(*o.kernel); break;
     case operation::COPY: {
-        memcpy(o.dst, o.src, o.bytes);
-        region r;
+        region r, from;
         std::string why;
+        // A copy from the device into cudaHostAlloc'd memory leaves the rest
+        // of that allocation after it 0xff (a NaN), as if unwritten: a copy
+        // shorter than what the host then reads shows, where the host
+        // buffer's old values would have hidden it.
+        if (find_region(o.dst, 1, &r) && r.kind == REGION_PINNED && find_region(o.src, 1, &from) &&
+            from.kind == REGION_DEVICE && host_allocated(r.begin))
+            memset((uint8_t *)o.dst + o.bytes, UNWRITTEN, r.end - ((uintptr_t)o.dst + o.bytes));
+        memcpy(o.dst, o.src, o.bytes);
         if (find_region(o.dst, 1, &r) && r.kind == REGION_DEVICE) {
             if (!guards_intact(r, &why)) fault("out of bounds: %s wrote %s", o.what.c_str(), why.c_str());
             mark_written(o.dst, o.bytes);

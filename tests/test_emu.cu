@@ -321,6 +321,25 @@ Test(emu, the_card_is_chosen_by_profile) {
     cr_assert_eq(free_b - after, (size_t)1 << 20, "cudaMemGetInfo counts what cudaMalloc took");
 }
 
+// ---------------------------------------------------------------- copies into pinned memory
+
+// A copy from the device shorter than the pinned buffer the host then reads
+// (a crossing one float short): the rest of the buffer reads as unwritten
+// (a NaN), not as whatever the host left there.
+Test(emu, a_short_copy_into_pinned_memory_leaves_the_rest_unwritten) {
+    float *host, *dev = device_floats(64), ones[64];
+    for (int i = 0; i < 64; i++) ones[i] = 1.0f;
+    cr_assert_eq(cudaMemcpy(dev, ones, sizeof ones, cudaMemcpyHostToDevice), cudaSuccess);
+    cr_assert_eq(cudaHostAlloc((void **)&host, sizeof ones, cudaHostAllocDefault), cudaSuccess);
+    for (int i = 0; i < 64; i++) host[i] = 2.0f;
+    cr_assert_eq(cudaMemcpy(host, dev, sizeof ones - sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < 63; i++) cr_assert_eq(host[i], 1.0f, "[%d] = %g", i, host[i]);
+    cr_assert(host[63] != host[63], "the float the copy left out reads %g, not unwritten", host[63]);
+    cr_assert_eq(cudaMemcpy(host, dev, sizeof ones, cudaMemcpyDeviceToHost), cudaSuccess);
+    cr_assert_eq(host[63], 1.0f);
+    cudaFreeHost(host);
+}
+
 // ---------------------------------------------------------------- a context's host memory
 
 static size_t rss_anon_bytes() {
