@@ -332,13 +332,13 @@ Test(cli, plan_counts_the_gemm_buffers_of_its_prefill_mode, .timeout = 120) {
     cr_assert_eq(scratch[2], scratch[1], "auto holds the GEMM's buffers as gemm does");
 }
 
-// More layers than the model has are refused on any machine; a GPU layer or
-// overflow is refused where there is no CUDA device (asked of the engine
-// here, not read from a message) and runs where there is one.
+// A GPU layer or overflow -- and -ngl past the model's layers, which means
+// all of them -- is refused where there is no CUDA device (asked of the
+// engine here, not read from a message) and runs where there is one.
 Test(cli, gpu_layers_without_a_gpu, .timeout = 120) {
-    expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "-ngl", "5"), "gpu-layers");
     const char *const *const gpu_work[] = {
         ARGS("run", "-m", MODEL, "-p", "hi", "-n", "2", "-ngl", "1"),
+        ARGS("run", "-m", MODEL, "-p", "hi", "-n", "2", "-ngl", "5"),  // past the model's one layer: all of it
         ARGS("run", "-m", MODEL, "-p", "hi", "-n", "2", "--overflow", "mapped"),
         ARGS("bench", "-m", MODEL, "-p", "8", "-n", "0", "-r", "1", "--overflow", "stream"),
     };
@@ -496,7 +496,7 @@ Test(cli, bench_runs_and_validates, .timeout = 300) {
     result_free(&rp);
     expect_failure(ARGS("bench", "-p", "8"), "-m");
     expect_failure(ARGS("bench", "-m", SEAM_SOURCE_DIR "/no-such-model.gguf"), "cannot open");
-    expect_failure(ARGS("bench", "-m", MODEL, "-ngl", "5"), "gpu-layers");
+    expect_failure(ARGS("bench", "-m", MODEL, "-ngl", "-5"), "-ngl values must be");
     // depths: the cache filled first, the tests named as llama-bench names them
     result r = run(ARGS("bench", "-m", MODEL, "-p", "4", "-n", "4", "-d", "0,8", "-r", "1", "-o", "csv"));
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam bench -d 0,8 failed:\n%s", r.err);

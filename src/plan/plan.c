@@ -127,7 +127,7 @@ int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, s
     // past the model's layers means all of them, as llama.cpp reads -ngl 99
     int n = req->gpu_layers > c->n_layers ? c->n_layers : req->gpu_layers;
     if (req->gpu_budget == 0 && n > 0)
-        return seam_fail(e, "--gpu-layers %d needs a CUDA device and there is none; use -ngl 0", n);
+        return seam_fail(e, "--gpu-layers %d needs a CUDA device and there is none; use -ngl 0", req->gpu_layers);
     if (req->gpu_budget == 0 && req->head == DEV_GPU)
         return seam_fail(e, "--head gpu needs a CUDA device and there is none; use --head cpu");
     if (req->gpu_budget == 0 && req->overflow != OVERFLOW_CPU)
