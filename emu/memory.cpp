@@ -255,8 +255,10 @@ void *allocate(state &s, size_t bytes, const std::string &what) {
     memset(p, UNWRITTEN, bytes);
     memset(p + bytes, CANARY, used - bytes);
 #ifdef EMU_ASAN
+    // the separating page too: a read in a granule's last, partly poisoned
+    // 8 bytes is named by the shadow after it, which must say poisoned
     ASAN_POISON_MEMORY_REGION(first, (size_t)(p - first));
-    ASAN_POISON_MEMORY_REGION(p + bytes, used - bytes);
+    ASAN_POISON_MEMORY_REGION(p + bytes, used - bytes + PAGE);
 #endif
     if (!s.window_open) set_pages(pages, PROT_NONE);
     s.device[(uintptr_t)p] = {REGION_DEVICE, (uintptr_t)p, (uintptr_t)p + bytes, what};
