@@ -309,6 +309,57 @@ Test(cli, plan_predicts_with_the_run_defaults, .timeout = 120) {
                    "multiple of 32");
 }
 
+// seam plan --fit, and -ngl auto with a profile, rank the placements that
+// fit and choose the fastest: on the article's 12 GB card the expert split,
+// a third faster than the fullest layer split, which --fit memory chooses.
+// A head asked on the GPU counts against the budget, and --fit needs a
+// profile and chooses -ngl itself.
+Test(cli, plan_fit_chooses_the_fastest_placement, .timeout = 120) {
+#define FIT_SHAPE SEAM_SOURCE_DIR "/models/qwen3-30b-a3b.shape"
+#define FIT_HW SEAM_SOURCE_DIR "/models/hw/rtx3060-seed.hw"
+    const struct {
+        const char *const *args;
+        const char *says;
+    } cases[] = {
+        {ARGS("plan", "--shape", FIT_SHAPE, "--fit", "--gpu-mem", "12G", "--hw", FIT_HW),
+         "chosen (by speed): -ngl 48 --n-cpu-moe 16 --head gpu,"},
+        {ARGS("plan", "--shape", FIT_SHAPE, "-ngl", "auto", "--gpu-mem", "12G", "--hw", FIT_HW),
+         "the fullest layer split (-ngl 34 --head cpu,"},
+        {ARGS("plan", "--shape", FIT_SHAPE, "--fit", "memory", "--gpu-mem", "12G", "--hw", FIT_HW),
+         "chosen (by memory): -ngl 34 --head cpu,"},
+        {ARGS("plan", "--shape", FIT_SHAPE, "-ngl", "auto", "--head", "gpu", "--gpu-mem", "12G", "--hw", FIT_HW),
+         "chosen (by speed): -ngl 48 --n-cpu-moe 16 --head gpu,"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char what[1024];
+        cmdline(cases[i].args, what, sizeof what);
+        result r = run(cases[i].args);
+        cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s failed:\n%s", what, r.err);
+        cr_assert(strstr(r.out, cases[i].says), "%s does not say '%s':\n%s", what, cases[i].says, r.out);
+        result_free(&r);
+    }
+    // llama.cpp's placement, the head on the GPU beside CPU layers, counts the head: 33 layers, not 34
+    expect_failure(ARGS("plan", "--shape", FIT_SHAPE, "-ngl", "34", "--head", "gpu", "--gpu-mem", "12G", "--hw", FIT_HW),
+                   "at most 33 layers fit");
+    expect_failure(ARGS("plan", "--shape", FIT_SHAPE, "--fit", "--gpu-mem", "12G"), "add --hw PROFILE");
+    expect_failure(ARGS("plan", "--shape", FIT_SHAPE, "--fit", "-ngl", "4", "--hw", FIT_HW), "--fit chooses the GPU layers");
+#undef FIT_SHAPE
+#undef FIT_HW
+}
+
+// run -ngl auto with --hw chooses by the fit where there is a GPU (the
+// emulated one in an emulated build) and runs on the CPU where there is none.
+Test(cli, run_auto_with_a_profile_fits_by_speed, .timeout = 120) {
+    result r = run(ARGS("run", "-m", tiny_model(), "-p", "hi", "-n", "2", "-ngl", "auto", "--hw",
+                        SEAM_SOURCE_DIR "/models/hw/h200.hw"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "run -ngl auto --hw failed:\n%s", r.err);
+    if (gpu_free_bytes() == 0)
+        cr_assert(strstr(r.err, "no CUDA device: --gpu-layers auto runs every layer on the CPU"), "%s", r.err);
+    else
+        cr_assert(strstr(r.err, "-ngl auto on 'h200'") && strstr(r.err, "chosen (by speed): -ngl "), "%s", r.err);
+    result_free(&r);
+}
+
 // seam plan's GPU memory follows --gpu-prefill as a run's does: the batched
 // prefill's GEMM buffers (the f16 copy of the largest matrix and the batch's
 // activations, about 12 MiB on the Qwen3-0.6B shape) are in the GPU scratch

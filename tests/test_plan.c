@@ -203,6 +203,49 @@ Test(plan, head_on_the_gpu_needs_every_layer_there) {
     cr_assert(strstr(e.msg, "--head gpu needs a CUDA device"), "%s", e.msg);
 }
 
+// No flags make a plan that needs more GPU memory than its budget: -ngl
+// from auto to past the layers, the head anywhere (llama.cpp's placement,
+// which seam plan --hw predicts, included), each overflow, the experts of
+// the first layers on the CPU, over budgets from none to all of it.
+Test(plan, no_flags_plan_past_the_budget) {
+    seam_model moe;
+    load_synthetic(&moe, "moe-small");
+    const seam_model *const models[] = {&model, &moe};
+    for (int mi = 0; mi < 2; mi++) {
+        const seam_model *m = models[mi];
+        const int L = m->cfg.n_layers;
+        seam_plan p;
+        seam_error e = {{0}};
+        const seam_plan_request all = {.gpu_layers = L, .head = DEV_GPU, .n_ctx = 64, .gpu_budget = 1ull << 40};
+        cr_assert_eq(plan_make(&p, m, &all, &e), 0, "%s", e.msg);
+        const uint64_t whole = plan_total(&p, DEV_GPU);
+        int made = 0;
+        for (int step = 0; step <= 17; step++) {
+            const uint64_t budget = whole / 16 * (uint64_t)step;
+            for (int ngl = -1; ngl <= L + 1; ngl++)
+                for (int head = -1; head < DEV_COUNT; head++)
+                    for (int apart = 0; apart < 2; apart++)
+                        for (int ov = 0; ov < 3; ov++)
+                            for (int k = 0; k < 3; k++) {
+                                const seam_plan_request req = {.gpu_layers = ngl, .head = head,
+                                                               .overflow = (seam_overflow)ov, .n_cpu_moe = k,
+                                                               .n_ctx = 64, .gpu_budget = budget,
+                                                               .head_apart = apart};
+                                if (plan_make(&p, m, &req, &e)) continue;
+                                made++;
+                                cr_assert_leq(plan_total(&p, DEV_GPU), budget,
+                                              "-ngl %d --head %d --overflow %s --n-cpu-moe %d%s: %llu bytes of a "
+                                              "%llu budget", ngl, head, plan_overflow_name[ov], k,
+                                              apart ? " (head apart)" : "",
+                                              (unsigned long long)plan_total(&p, DEV_GPU),
+                                              (unsigned long long)budget);
+                            }
+        }
+        cr_assert_gt(made, 1000, "only %d plans were made: the sweep tests little", made);
+    }
+    model_free(&moe);
+}
+
 // The GPU segment's two quantised-activation buffers hold every input the
 // segment quantises into them, on a model whose up experts are not of the
 // gate experts' type and whose experts are narrower than the model

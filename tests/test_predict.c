@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "plan/fit.h"
 #include "plan/hw.h"
 #include "model/model.h"
 #include "plan/plan.h"
@@ -313,6 +314,120 @@ Test(predict, refuses_what_the_profile_cannot_answer) {
     cr_expect_neq(predict_token(&counted, &p, &cpu, 1, 8, &pr, &e), 0);
     cr_expect(strstr(e.msg, "has no GPU"), "%s", e.msg);
     model_free(&counted);
+}
+
+// ---------------------------------------------------------------- the fit
+
+static const fit_open ALL_OPEN = {.head = true, .overflow = true, .experts = true};
+
+static fit_result fit_counted(const hw_profile *hw, uint64_t budget) {
+    const seam_plan_request base = {.gpu_layers = -1, .head = -1, .n_ctx = 100, .gpu_budget = budget};
+    fit_result r;
+    seam_error e = {{0}};
+    cr_assert_eq(fit_search(&counted, &base, ALL_OPEN, hw, 1, FIT_SPEED, &r, &e), 0, "%s", e.msg);
+    return r;
+}
+
+// Every placement the fit keeps fits the budget, the chosen one is the
+// fastest of them, and the fullest layer split is the memory rule's count.
+static void check_ranked(const fit_result *r, const seam_model *m, uint64_t budget) {
+    for (int i = 0; i < r->n; i++) {
+        cr_assert_leq(r->c[i].gpu_bytes, budget, "placement %d needs %llu bytes of a %llu budget", i,
+                      (unsigned long long)r->c[i].gpu_bytes, (unsigned long long)budget);
+        cr_assert_geq(r->c[r->chosen].tok_s, r->c[i].tok_s);
+    }
+    const seam_plan_request req = {.gpu_layers = -1, .head = -1, .n_ctx = 100, .gpu_budget = budget};
+    cr_assert_eq(r->c[r->fullest].gpu_layers, plan_max_gpu_layers(m, &req));
+}
+
+// A GPU whose every kernel costs a millisecond: the CPU alone is fastest,
+// though every layer fits.
+Test(fit, launch_cost_makes_the_cpu_fastest) {
+    load_counted(2);
+    hw_profile hw = profile(true);
+    hw.v[HW_GPU_KERNEL_US] = 1000;
+    fit_result r = fit_counted(&hw, 1ull << 30);
+    check_ranked(&r, &counted, 1ull << 30);
+    cr_assert_eq(r.c[r.fullest].gpu_layers, 2);
+    cr_assert_eq(r.c[r.chosen].gpu_layers, 0, "chose -ngl %d", r.c[r.chosen].gpu_layers);
+    cr_assert_eq(r.c[r.chosen].overflow, OVERFLOW_CPU);
+    cr_assert_eq(r.c[r.chosen].head, DEV_CPU);
+    // with kernels that cost nothing, every layer on the GPU is
+    hw.v[HW_GPU_KERNEL_US] = 0, hw.v[HW_GPU_PEAK_GBS] = 100;
+    fit_free(&r);
+    r = fit_counted(&hw, 1ull << 30);
+    cr_assert_eq(r.c[r.chosen].gpu_layers, 2);
+    cr_assert_eq(r.chosen, r.fullest);
+    fit_free(&r);
+    model_free(&counted);
+}
+
+// A head of 65536 rows, 36 times a layer, on a CPU that reads 10 MB/s and
+// a budget one byte short of every layer and the head: the memory rule
+// keeps one layer and the head on the CPU; the fit keeps the head on the
+// GPU, the second layer's weights read over the bus (mapped) or streamed.
+Test(fit, the_heads_placement_decides) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", test_path("big-head.shape"));
+    const char *text = "general.architecture = llama\nllama.block_count = 2\nllama.embedding_length = 256\n"
+                       "llama.feed_forward_length = 256\nllama.attention.head_count = 1\n"
+                       "llama.attention.head_count_kv = 1\nvocab_size = 65536\nftype = Q8_0\n";
+    cr_assert_eq(test_write_file(path, text, strlen(text)), 0);
+    seam_error e = {{0}};
+    cr_assert_eq(shape_model(path, &counted, &e), 0, "%s", e.msg);
+    hw_profile hw = profile(true);
+    hw.v[HW_CPU_READ_GBS] = 0.01, hw.v[HW_GPU_PEAK_GBS] = 100, hw.v[HW_PCIE_GBS] = 10;
+    const seam_plan_request all = {.gpu_layers = 2, .head = DEV_GPU, .n_ctx = 100, .gpu_budget = 1ull << 40};
+    seam_plan p;
+    cr_assert_eq(plan_make(&p, &counted, &all, &e), 0, "%s", e.msg);
+    const uint64_t budget = plan_total(&p, DEV_GPU) - 1;
+    fit_result r = fit_counted(&hw, budget);
+    check_ranked(&r, &counted, budget);
+    const fit_candidate *c = &r.c[r.chosen], *full = &r.c[r.fullest];
+    cr_assert_eq(full->gpu_layers, 1);
+    cr_assert_eq(full->head, DEV_CPU);
+    cr_assert_eq(c->head, DEV_GPU, "the head stayed on the CPU (-ngl %d)", c->gpu_layers);
+    cr_assert_eq(c->gpu_layers, 1);
+    cr_assert_neq(c->overflow, OVERFLOW_CPU);
+    cr_assert_gt(c->tok_s, 5 * full->tok_s, "%.2f against %.2f tok/s", c->tok_s, full->tok_s);
+    fit_free(&r);
+    model_free(&counted);
+}
+
+// The article's 12 GB card under Qwen3-30B-A3B: 34 whole layers fit, and
+// all 48 with the experts of 16 on the CPU, which the speed model puts a
+// third faster -- the expert split llama.cpp users reach for by hand.
+Test(fit, the_expert_split_wins_on_a_12_gb_card) {
+    seam_model m;
+    hw_profile hw;
+    seam_error e = {{0}};
+    cr_assert_eq(shape_model(SEAM_SOURCE_DIR "/models/qwen3-30b-a3b.shape", &m, &e), 0, "%s", e.msg);
+    cr_assert_eq(hw_load(&hw, SEAM_SOURCE_DIR "/models/hw/rtx3060-seed.hw", &e), 0, "%s", e.msg);
+    const uint64_t budget = 12ull << 30;
+    const seam_plan_request base = {.gpu_layers = -1, .head = -1, .n_ctx = 512, .gpu_budget = budget};
+    fit_result r;
+    cr_assert_eq(fit_search(&m, &base, ALL_OPEN, &hw, 0, FIT_SPEED, &r, &e), 0, "%s", e.msg);
+    check_ranked(&r, &m, budget);
+    const fit_candidate *c = &r.c[r.chosen], *full = &r.c[r.fullest];
+    cr_assert_eq(full->gpu_layers, 34);
+    cr_assert_eq(full->n_cpu_moe, 0);
+    cr_assert_eq(c->gpu_layers, 48);
+    cr_assert(c->n_cpu_moe > 0 && c->n_cpu_moe < 48, "--n-cpu-moe %d", c->n_cpu_moe);
+    cr_assert_gt(c->tok_s, 1.2 * full->tok_s, "%.2f against %.2f tok/s", c->tok_s, full->tok_s);
+    // what the user fixes stays: no experts moved, the best is a layer split
+    const fit_open fixed_experts = {.head = true, .overflow = true, .experts = false};
+    fit_free(&r);
+    cr_assert_eq(fit_search(&m, &base, fixed_experts, &hw, 0, FIT_SPEED, &r, &e), 0, "%s", e.msg);
+    for (int i = 0; i < r.n; i++) cr_assert_eq(r.c[i].n_cpu_moe, 0);
+    // and the memory rule chooses the fullest layer split
+    fit_free(&r);
+    cr_assert_eq(fit_search(&m, &base, ALL_OPEN, &hw, 0, FIT_MEMORY, &r, &e), 0, "%s", e.msg);
+    cr_assert_eq(r.chosen, r.fullest);
+    char flags[96];
+    fit_flags(&r.c[r.chosen], flags, sizeof flags);
+    cr_assert_str_eq(flags, "-ngl 34 --head cpu");
+    fit_free(&r);
+    model_free(&m);
 }
 
 // ---------------------------------------------------------------- shape files

@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "model/shape.h"
 #include "numeric/quant.h"
+#include "plan/fit.h"
 #include "plan/hw.h"
 #include "plan/memstat.h"
 #include "plan/plan.h"
@@ -83,6 +84,48 @@ static seam_plan_request plan_request(const options *o, const seam_model *m) {
                                .gpu_prefill = o->gpu_prefill};
 }
 
+// --hw's profile: a file or name (models/hw), or 'this' measured now.
+static int load_hw(const options *o, const seam_model *m, hw_profile *hw) {
+    seam_error err = {{0}};
+    if (!strcmp(o->hw, "this")) {
+        fprintf(stderr, "seam: measuring this machine (memory probe, kernels)...\n");
+        if (hw_measure_cpu(hw, o->n_threads, &m->cfg, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
+        fprintf(stderr, "# profile 'this', measured now:\n");
+        hw_write(hw, stderr);
+        return 0;
+    }
+    return hw_load(hw, o->hw, &err) ? fprintf(stderr, "seam: %s\n", err.msg), -1 : 0;
+}
+
+// What a fit may change: the placements whose flags were not given.
+static fit_open fit_open_of(const options *o) {
+    return (fit_open){.head = o->head < 0, .overflow = !o->overflow_set, .experts = !o->n_cpu_moe_list && !o->cpu_moe};
+}
+
+// The placements of m that fit req's budget on hw, ranked by --fit's rule
+// (speed unless it says memory), what the user fixed kept.
+static int fit_for(const options *o, const seam_model *m, const seam_plan_request *req, const hw_profile *hw,
+                   int threads, fit_result *fit) {
+    seam_error err = {{0}};
+    const fit_rule rule = o->fit ? (fit_rule)(o->fit - 1) : FIT_SPEED;
+    if (fit_search(m, req, fit_open_of(o), hw, threads, rule, fit, &err))
+        return fprintf(stderr, "seam: %s\n", err.msg), -1;
+    return 0;
+}
+
+// -ngl auto: the placement --fit's rule chooses on --hw's profile, its
+// ranked table on stderr; req takes it.
+static int fit_auto(const options *o, const seam_model *m, seam_plan_request *req) {
+    hw_profile hw;
+    fit_result fit;
+    if (load_hw(o, m, &hw) || fit_for(o, m, req, &hw, o->n_threads, &fit)) return -1;
+    fprintf(stderr, "-ngl auto on '%s' (%s):\n", hw.name, hw.path);
+    fit_print(&fit, 5, stderr);
+    *req = fit_request(&fit, req);
+    fit_free(&fit);
+    return 0;
+}
+
 static int make_plan(const options *o, const seam_model *m, bool will_run, seam_plan *p) {
     seam_error err = {{0}};
     seam_plan_request req = plan_request(o, m);
@@ -93,8 +136,13 @@ static int make_plan(const options *o, const seam_model *m, bool will_run, seam_
             return fprintf(stderr, "seam: --gpu-mem plans for a GPU, but running on one needs a CUDA device\n"), -1;
         req.gpu_budget = o->gpu_mem;
     }
-    if (!have_gpu && o->gpu_layers == -1 && !o->gpu_mem)
+    if (o->fit && !o->hw) return fprintf(stderr, "seam: --fit ranks placements by predicted speed: add --hw PROFILE\n"), -1;
+    if (o->gpu_layers == -1 && req.gpu_budget == 0)
         fprintf(stderr, "seam: no CUDA device: --gpu-layers auto runs every layer on the CPU\n");
+    else if (o->gpu_layers == -1 && o->hw && fit_auto(o, m, &req))
+        return -1;
+    else if (o->gpu_layers == -1 && !o->hw)
+        fprintf(stderr, "seam: -ngl auto: the most layers that fit; with --hw PROFILE, the placement predicted fastest\n");
     if (plan_make(p, m, &req, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
     plan_print(p, stderr);
     bool emulated;
@@ -240,19 +288,6 @@ static int generate(session *s, seam_sampler *sampler, float *logits, int *pos, 
     putchar('\n');
     fflush(stdout);
     return n;
-}
-
-// --hw's profile: a file or name (models/hw), or 'this' measured now.
-static int load_hw(const options *o, const seam_model *m, hw_profile *hw) {
-    seam_error err = {{0}};
-    if (!strcmp(o->hw, "this")) {
-        fprintf(stderr, "seam: measuring this machine (memory probe, kernels)...\n");
-        if (hw_measure_cpu(hw, o->n_threads, &m->cfg, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
-        fprintf(stderr, "# profile 'this', measured now:\n");
-        hw_write(hw, stderr);
-        return 0;
-    }
-    return hw_load(hw, o->hw, &err) ? fprintf(stderr, "seam: %s\n", err.msg), -1 : 0;
 }
 
 static int cmd_run(const options *o) {
@@ -469,6 +504,47 @@ static int cmd_tokenize(const options *o) {
 
 // ---------------------------------------------------------------- plan
 
+// The GPU budget a prediction plans for: --gpu-mem, or the profile's cards.
+static uint64_t profile_budget(const options *o, const hw_profile *hw) {
+    const double cards = hw->set[HW_GPU_COUNT] ? hw->v[HW_GPU_COUNT] : 1;
+    return o->gpu_mem ? o->gpu_mem : hw->has_gpu ? (uint64_t)(cards * hw->v[HW_GPU_MEM_GIB] * 1073741824.0) : 0;
+}
+
+// seam plan --fit: every placement that fits the profile's GPU, ranked; the
+// chosen one's plan and decomposition after it.
+static int plan_fit(const options *o, const seam_model *m, const char *label) {
+    seam_error err = {{0}};
+    hw_profile hw;
+    fit_result fit;
+    if (load_hw(o, m, &hw)) return 1;
+    const int threads = o->threads_set ? o->n_threads : 0;
+    seam_plan_request req = plan_request(o, m);
+    req.gpu_budget = profile_budget(o, &hw);
+    if (fit_for(o, m, &req, &hw, threads, &fit)) return 1;
+    FILE *json = !o->json_path ? NULL : strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
+    if (o->json_path && !json) {
+        fit_free(&fit);
+        return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), 1;
+    }
+    FILE *table = json == stdout ? stderr : stdout;
+    fprintf(table, "fit on '%s' (%s): %s, KV cache filled to %d positions\n", hw.name, hw.path, label, req.n_ctx);
+    fit_print(&fit, 10, table);
+    fflush(table);  // before the plan, on stderr
+    if (json) {
+        fit_write_json(&fit, json);
+        fprintf(json, "\n");
+    }
+    seam_plan p;
+    seam_prediction pr;
+    req = fit_request(&fit, &req);
+    fit_free(&fit);
+    int rc = plan_make(&p, m, &req, &err) || predict_token(m, &p, &hw, threads, req.n_ctx, &pr, &err);
+    if (rc) fprintf(stderr, "seam: %s\n", err.msg);
+    if (!rc) plan_print(&p, stderr), predict_print_header(table), predict_print(&pr, table);
+    if (json && json != stdout && fclose(json)) return fprintf(stderr, "seam: writing %s failed\n", o->json_path), 1;
+    return rc;
+}
+
 // The plan of each -ngl value for the profile's GPU, and the predicted
 // speed of a decoded token with the KV cache filled to -c.
 static int plan_predict(const options *o, const seam_model *m, const char *label) {
@@ -477,8 +553,8 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
     const int threads = o->threads_set ? o->n_threads : 0;
     if (load_hw(o, m, &hw)) return 1;
     seam_plan_request req = plan_request(o, m);
-    const double cards = hw.set[HW_GPU_COUNT] ? hw.v[HW_GPU_COUNT] : 1;
-    req.gpu_budget = o->gpu_mem ? o->gpu_mem : hw.has_gpu ? (uint64_t)(cards * hw.v[HW_GPU_MEM_GIB] * 1073741824.0) : 0;
+    req.gpu_budget = profile_budget(o, &hw);
+    req.head_apart = true;  // --head gpu with layers on the CPU: llama.cpp's placement, predicted
     FILE *json = !o->json_path ? NULL : strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
     if (o->json_path && !json) return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), 1;
     if (json) {
@@ -498,14 +574,7 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
         req.n_cpu_moe = o->n_cpu_moe_list ? o->cpu_moe_list[i % per_ngl] : o->n_cpu_moe;
         seam_plan p;
         seam_prediction pr;
-        // --head gpu with layers left to the CPU: llama.cpp's placement, which
-        // the engine refuses and the prediction models (the hidden state
-        // crosses to the GPU before the head): the plan checked with the head
-        // where the engine puts it, then placed with the head on the GPU
-        req.head = o->head == DEV_GPU ? -1 : o->head;
-        const int planned = plan_make(&p, m, &req, &err);
-        if (!planned && o->head == DEV_GPU) req.head = DEV_GPU, plan_place(&p, m, &req, p.gpu_layers);
-        if (planned || predict_token(m, &p, &hw, threads, req.n_ctx, &pr, &err)) {
+        if (plan_make(&p, m, &req, &err) || predict_token(m, &p, &hw, threads, req.n_ctx, &pr, &err)) {
             fprintf(stderr, "seam plan: -ngl %d --n-cpu-moe %d: %s\n", req.gpu_layers, req.n_cpu_moe, err.msg);
             rc = 1;
             continue;
@@ -530,7 +599,10 @@ static int cmd_plan(const options *o) {
     if (o->shape_path ? shape_model(o->shape_path, &m, &err) : model_load(&m, path, &err))
         return fprintf(stderr, "seam: %s\n", err.msg), 1;
     seam_plan p;
-    const int rc = o->hw ? plan_predict(o, &m, o->shape_path ? o->shape_path : path) : make_plan(o, &m, false, &p);
+    const char *label = o->shape_path ? o->shape_path : path;
+    // with a profile, -ngl auto is the fit's choice
+    const bool fit = o->hw && o->gpu_layers == -1;
+    const int rc = fit ? plan_fit(o, &m, label) : o->hw ? plan_predict(o, &m, label) : make_plan(o, &m, false, &p);
     model_free(&m);
     return rc ? 1 : 0;
 }
@@ -621,13 +693,15 @@ int main(int argc, char **argv) {
     options o;
     if (options_parse(argc - 2, argv + 2, &o)) return 2;
     const bool takes_file = !strcmp(cmd, "inspect") || !strcmp(cmd, "tokenize") || !strcmp(cmd, "plan");
-    const bool hw_here = !strcmp(cmd, "plan") || (!strcmp(cmd, "run") && o.time_layers);
+    const bool runs = !strcmp(cmd, "run") || !strcmp(cmd, "chat");
+    const bool hw_here = !strcmp(cmd, "plan") || (runs && o.gpu_layers == -1) || (!strcmp(cmd, "run") && o.time_layers);
     if ((o.n_ngl > 1 || o.n_cpu_moe_list > 1 || o.shape_path || o.json_path) && strcmp(cmd, "plan")) {
         fprintf(stderr, "seam %s: a list of -ngl or --n-cpu-moe values, --shape and --json are seam plan's\n", cmd);
         return 2;
     }
     if (o.hw && !hw_here) {
-        fprintf(stderr, "seam %s: --hw is seam plan's, and seam run's with --layers (each layer's predicted time)\n", cmd);
+        fprintf(stderr, "seam %s: --hw is seam plan's, run's and chat's with -ngl auto (the placement predicted "
+                        "fastest), and run's with --layers (each layer's predicted time)\n", cmd);
         return 2;
     }
     if (o.positional && !takes_file) {

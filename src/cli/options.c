@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "plan/fit.h"
+
 void options_usage(FILE *f) {
     fprintf(f,
             "usage: seam COMMAND [options]\n"
@@ -32,8 +34,11 @@ void options_usage(FILE *f) {
             "                          as llama.cpp's flash attention does\n"
             "      --swa-full          sliding-window layers keep every position, not a ring of their window\n"
             "  -t, --threads N         CPU threads [all cores]\n"
-            "  -ngl, --gpu-layers N    layers 0..N-1 on the GPU [0]; 'auto' = as many as fit; past the\n"
-            "                          model's layers (llama.cpp's 99) = all of them\n"
+            "  -ngl, --gpu-layers N    layers 0..N-1 on the GPU [0]; past the model's layers (llama.cpp's 99)\n"
+            "                          = all of them; 'auto' = with --hw PROFILE the placement predicted fastest\n"
+            "                          that fits (seam plan --fit), without it as many layers as fit\n"
+            "      --fit speed|memory  what -ngl auto chooses by: the predicted speed (needs --hw) or the most\n"
+            "                          layers that fit [speed with --hw, else memory]\n"
             "      --head cpu|gpu      where the output head runs [the device of the last layer]\n"
             "      --overflow MODE     how the layers past -ngl run: cpu (on the CPU), mapped (on the GPU,\n"
             "                          reading their weights over the bus), stream (on the GPU, each layer\n"
@@ -66,6 +71,10 @@ void options_usage(FILE *f) {
             "      --hw PROFILE        predict tok/s and where the time of a token goes, per -ngl value\n"
             "      --shape FILE        the model of a shape file (models/*.shape), as seam-synth would write it\n"
             "      --json FILE         the predictions as JSON ('-' = stdout)\n"
+            "  seam plan (-m FILE | --shape FILE.shape) --fit [speed|memory] --hw PROFILE [--gpu-mem SIZE] [--json FILE]\n"
+            "      --fit               every placement that fits (GPU layers, experts on the CPU, the head, the\n"
+            "                          overflow; what --head, --overflow, --n-cpu-moe fix stays), ranked by\n"
+            "                          predicted speed; the fastest chosen (memory: the most layers), its flags\n"
             "  (-ngl takes a list there: 0,20,44,48 or 0-48+4; -c is the KV cache's fill; -t [the profile's threads])\n",
             GPU_GEMM_MIN_BATCH);
 }
@@ -158,7 +167,11 @@ int options_parse(int argc, char **argv, options *o) {
             const int k = v ? plan_overflow_find(v, strlen(v)) : -1;
             if (k < 0)
                 return fprintf(stderr, "seam: --overflow wants cpu, mapped or stream (got '%s')\n", v ? v : ""), -1;
-            o->overflow = (seam_overflow)k, i++;
+            o->overflow = (seam_overflow)k, o->overflow_set = true, i++;
+        } else if (IS("--fit")) {  // its rule is optional: speed unless the next word names one
+            const bool named = v && (!strcmp(v, "speed") || !strcmp(v, "memory"));
+            o->fit = 1 + (named && !strcmp(v, "memory") ? FIT_MEMORY : FIT_SPEED);
+            i += named;
         } else if (IS("--no-graph")) {
             o->no_graph = true;
         } else if (IS("--gpu-prefill")) {
@@ -209,5 +222,7 @@ int options_parse(int argc, char **argv, options *o) {
         }
 #undef IS
     }
+    if (o->fit && o->n_ngl) return fprintf(stderr, "seam: --fit chooses the GPU layers: give -ngl auto or none\n"), -1;
+    if (o->fit) o->gpu_layers = -1;
     return 0;
 }

@@ -31,6 +31,8 @@ typedef struct {
     uint64_t gpu_mem;       // --gpu-mem: plan for a GPU of this many bytes
     int head;               // --head: -1 = with the last layer, DEV_CPU, DEV_GPU
     seam_overflow overflow; // --overflow: how the layers past -ngl run
+    bool overflow_set;      // --overflow given: a fit keeps it
+    int fit;                // --fit: 0 = not asked (plan), else 1 + a fit_rule (speed, memory)
     bool cpu_moe;           // --cpu-moe
     int n_cpu_moe;          // --n-cpu-moe
     int cpu_moe_list[64];   // plan: --n-cpu-moe 0-48+8, every count to plan and predict

@@ -105,9 +105,8 @@ void plan_place(seam_plan *p, const seam_model *m, const seam_plan_request *req,
 
 uint64_t plan_total(const seam_plan *p, seam_device d) { return p->weights[d] + p->kv[d] + p->scratch[d]; }
 
-static bool fits(const seam_plan *p) {
-    return plan_total(p, DEV_GPU) <= p->budget[DEV_GPU] || plan_gpu_computed_layers(p) == 0;
-}
+// Without a GPU, a plan that puts nothing there (a total of 0) fits.
+static bool fits(const seam_plan *p) { return plan_total(p, DEV_GPU) <= p->budget[DEV_GPU]; }
 
 int plan_max_gpu_layers(const seam_model *m, const seam_plan_request *req) {
     if (req->gpu_budget == 0) return 0;
@@ -143,7 +142,7 @@ int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, s
     // the head reads the last layer's output: on the GPU it needs every layer
     // computed there, or it would run on a hidden state the CPU layers have
     // not yet seen
-    if (p->head == DEV_GPU && plan_gpu_computed_layers(p) < c->n_layers)
+    if (p->head == DEV_GPU && plan_gpu_computed_layers(p) < c->n_layers && !req->head_apart)
         return seam_fail(e, "--head gpu needs every layer computed on the GPU, and %d of %d are (-ngl %d%s); raise "
                             "-ngl to %d, use --overflow mapped or stream, or drop --head gpu",
                          plan_gpu_computed_layers(p), c->n_layers, n, req->gpu_layers < 0 ? ", as many as fit" : "",

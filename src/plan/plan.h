@@ -31,11 +31,14 @@ typedef struct {
     seam_kv_config cache;  // the KV cache's types and sliding-window policy
     uint64_t gpu_budget;   // bytes the GPU may use; 0 = there is no GPU
     seam_gpu_prefill gpu_prefill;  // how a prompt's batches cross the GPU layers (--gpu-prefill)
+    bool head_apart;       // the head may be on the GPU while the CPU computes layers: llama.cpp's
+                           // placement, which seam plans and predicts (seam plan) but does not run
 } seam_plan_request;
 
 // Builds the plan for req. Fails with a message when the GPU layers asked for
 // do not fit (naming the largest count that does) or are asked of a machine
-// without a GPU.
+// without a GPU. A plan it makes never needs more GPU memory than the
+// budget: the head, wherever it is asked to be, counted.
 int plan_make(seam_plan *p, const seam_model *m, const seam_plan_request *req, seam_error *e);
 
 // Whether the GPU's kernels read weights of this type (kernels/blocks.cuh's

@@ -1,0 +1,161 @@
+// fit.c — every placement that fits, predicted, ranked.
+#include "plan/fit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/predict.h"
+
+const char *const fit_rule_name[2] = {"speed", "memory"};
+
+static const char *const DEVICE_NAME[DEV_COUNT] = {"cpu", "gpu"};
+
+static int faster_first(const void *pa, const void *pb) {
+    const fit_candidate *a = pa, *b = pb;
+    if (a->tok_s != b->tok_s) return a->tok_s > b->tok_s ? -1 : 1;
+    if (a->gpu_bytes != b->gpu_bytes) return a->gpu_bytes < b->gpu_bytes ? -1 : 1;
+    if (a->gpu_layers != b->gpu_layers) return b->gpu_layers - a->gpu_layers;
+    if (a->n_cpu_moe != b->n_cpu_moe) return a->n_cpu_moe - b->n_cpu_moe;
+    if (a->head != b->head) return (int)a->head - (int)b->head;
+    return (int)a->overflow - (int)b->overflow;
+}
+
+static bool same_placement(const fit_candidate *a, const seam_plan *p, int n_cpu_moe) {
+    return a->gpu_layers == p->gpu_layers && a->n_cpu_moe == n_cpu_moe && a->head == p->head &&
+           a->overflow == p->overflow;
+}
+
+// The plan and prediction of one placement; false when it does not fit or
+// the engine would not run it (plan_make's reasons) or the profile cannot
+// predict it.
+static bool try_placement(const seam_model *m, const seam_plan_request *req, const hw_profile *hw, int n_threads,
+                          fit_candidate *out) {
+    seam_plan p;
+    seam_prediction pr;
+    seam_error e = {{0}};
+    if (plan_make(&p, m, req, &e) || predict_token(m, &p, hw, n_threads, req->n_ctx, &pr, &e)) return false;
+    *out = (fit_candidate){.gpu_layers = p.gpu_layers, .n_cpu_moe = req->cpu_moe ? m->cfg.n_layers : req->n_cpu_moe,
+                           .head = p.head, .overflow = p.overflow, .gpu_bytes = plan_total(&p, DEV_GPU),
+                           .tok_s = pr.tok_s};
+    return true;
+}
+
+int fit_search(const seam_model *m, const seam_plan_request *base, fit_open open, const hw_profile *hw,
+               int n_threads, fit_rule rule, fit_result *out, seam_error *e) {
+    const int L = m->cfg.n_layers;
+    const bool moe = m->cfg.n_expert > 0 && open.experts;
+    // K <= n experts of GPU layers, heads, overflows: at most (L+1)(L+2)/2 x 2 x 3
+    const size_t most = (size_t)(L + 1) * (size_t)(L + 2) / 2 * 6;
+    *out = (fit_result){.c = malloc(most * sizeof *out->c), .rule = rule, .budget = base->gpu_budget};
+    if (!out->c) return seam_fail(e, "out of memory for %zu placements", most);
+    seam_plan_request req = *base;
+    req.head_apart = false;  // the fit chooses what the engine runs
+    for (int n = 0; n <= L; n++) {
+        for (int k = 0; k <= (moe ? n : 0); k++) {
+            for (int h = 0; h < (open.head ? DEV_COUNT : 1); h++) {
+                for (int ov = 0; ov < (open.overflow ? 3 : 1); ov++) {
+                    if (open.overflow && ov != OVERFLOW_CPU && n == L) continue;  // nothing overflows
+                    req.gpu_layers = n;
+                    if (moe) req.n_cpu_moe = k, req.cpu_moe = false;
+                    if (open.head) req.head = h;
+                    if (open.overflow) req.overflow = (seam_overflow)ov;
+                    if (try_placement(m, &req, hw, n_threads, &out->c[out->n])) out->n++;
+                }
+            }
+        }
+    }
+    // the memory rule: the most layers that fit, what the user left open as by default
+    req = *base;
+    req.head_apart = false, req.gpu_layers = -1;
+    if (open.head) req.head = -1;
+    if (open.overflow) req.overflow = OVERFLOW_CPU;
+    if (open.experts) req.n_cpu_moe = 0, req.cpu_moe = false;
+    seam_plan fullest;
+    seam_error why = {{0}};
+    const bool has_fullest = plan_make(&fullest, m, &req, &why) == 0;  // not where the user's flags rule it out
+    if (out->n == 0)
+        return fit_free(out), seam_fail(e, "no placement of this model under these flags fits and can be "
+                                           "predicted on '%s'%s%s", hw->name, has_fullest ? "" : ": ", why.msg);
+    if (rule == FIT_MEMORY && !has_fullest) return fit_free(out), seam_fail(e, "%s", why.msg);
+    qsort(out->c, (size_t)out->n, sizeof *out->c, faster_first);
+    const int fullest_k = req.cpu_moe ? L : req.n_cpu_moe;
+    out->fullest = -1;
+    for (int i = 0; has_fullest && i < out->n && out->fullest < 0; i++)
+        if (same_placement(&out->c[i], &fullest, fullest_k)) out->fullest = i;
+    if (rule == FIT_MEMORY && out->fullest < 0)
+        return fit_free(out), seam_fail(e, "the fullest layer split (-ngl %d) cannot be predicted on '%s'",
+                                        fullest.gpu_layers, hw->name);
+    out->chosen = rule == FIT_SPEED ? 0 : out->fullest;
+    return 0;
+}
+
+seam_plan_request fit_request(const fit_result *r, const seam_plan_request *base) {
+    const fit_candidate *c = &r->c[r->chosen];
+    seam_plan_request req = *base;
+    req.gpu_layers = c->gpu_layers;
+    req.head = c->head;
+    req.overflow = c->overflow;
+    if (!req.cpu_moe) req.n_cpu_moe = c->n_cpu_moe;
+    req.head_apart = false;
+    return req;
+}
+
+void fit_flags(const fit_candidate *c, char *buf, size_t len) {
+    int at = snprintf(buf, len, "-ngl %d", c->gpu_layers);
+    if (c->n_cpu_moe && at < (int)len) at += snprintf(buf + at, len - (size_t)at, " --n-cpu-moe %d", c->n_cpu_moe);
+    if (at < (int)len) at += snprintf(buf + at, len - (size_t)at, " --head %s", DEVICE_NAME[c->head]);
+    if (c->overflow != OVERFLOW_CPU && at < (int)len)
+        snprintf(buf + at, len - (size_t)at, " --overflow %s", plan_overflow_name[c->overflow]);
+}
+
+static void print_row(const fit_result *r, int i, FILE *out) {
+    const fit_candidate *c = &r->c[i];
+    char ratio[16] = "-";
+    if (r->fullest >= 0) snprintf(ratio, sizeof ratio, "%.2fx", c->tok_s / r->c[r->fullest].tok_s);
+    fprintf(out, " %s %4d %5d %8d  %-4s %-9s %10.1f %9.2f %10s%s\n", i == r->chosen ? "*" : " ", i + 1,
+            c->gpu_layers, c->n_cpu_moe, DEVICE_NAME[c->head], plan_overflow_name[c->overflow],
+            c->gpu_bytes / 1048576.0, c->tok_s, ratio, i == r->fullest ? "  the fullest layer split" : "");
+}
+
+void fit_print(const fit_result *r, int show, FILE *out) {
+    fprintf(out, "fit by %s: %d placements fit a GPU budget of %.1f MiB; ranked by predicted decode speed\n",
+            fit_rule_name[r->rule], r->n, r->budget / 1048576.0);
+    fprintf(out, "   %4s %5s %8s  %-4s %-9s %10s %9s %10s\n", "rank", "ngl", "cpu-moe", "head", "overflow", "GPU MiB",
+            "tok/s", "vs full");
+    const int shown = show < r->n ? show : r->n;
+    for (int i = 0; i < shown; i++) print_row(r, i, out);
+    if (r->chosen >= shown || r->fullest >= shown) fprintf(out, "   ...\n");
+    if (r->chosen >= shown) print_row(r, r->chosen, out);
+    if (r->fullest >= shown && r->fullest != r->chosen) print_row(r, r->fullest, out);
+    char flags[96], full[96];
+    fit_flags(&r->c[r->chosen], flags, sizeof flags);
+    fprintf(out, "chosen (by %s): %s, %.2f tok/s predicted", fit_rule_name[r->rule], flags, r->c[r->chosen].tok_s);
+    if (r->fullest < 0) {
+        fprintf(out, "; no layer split of these flags fits to compare with");
+    } else if (r->chosen != r->fullest) {
+        fit_flags(&r->c[r->fullest], full, sizeof full);
+        fprintf(out, ", %.2fx the fullest layer split (%s, %.2f tok/s)", r->c[r->chosen].tok_s / r->c[r->fullest].tok_s,
+                full, r->c[r->fullest].tok_s);
+    }
+    fprintf(out, "\n");
+}
+
+void fit_write_json(const fit_result *r, FILE *out) {
+    fprintf(out, "{\"rule\": \"%s\", \"budget_bytes\": %llu, \"chosen\": %d, \"fullest\": %d, \"candidates\": [",
+            fit_rule_name[r->rule], (unsigned long long)r->budget, r->chosen, r->fullest);
+    for (int i = 0; i < r->n; i++) {
+        const fit_candidate *c = &r->c[i];
+        fprintf(out,
+                "%s\n  {\"gpu_layers\": %d, \"n_cpu_moe\": %d, \"head\": \"%s\", \"overflow\": \"%s\", "
+                "\"gpu_bytes\": %llu, \"tok_s\": %.4f}",
+                i ? "," : "", c->gpu_layers, c->n_cpu_moe, DEVICE_NAME[c->head], plan_overflow_name[c->overflow],
+                (unsigned long long)c->gpu_bytes, c->tok_s);
+    }
+    fprintf(out, "\n]}");
+}
+
+void fit_free(fit_result *r) {
+    free(r->c);
+    r->c = NULL;
+    r->n = 0;
+}
