@@ -312,8 +312,9 @@ Test(cli, plan_predicts_with_the_run_defaults, .timeout = 120) {
 // seam plan --fit, and -ngl auto with a profile, rank the placements that
 // fit and choose the fastest: on the article's 12 GB card the expert split,
 // a third faster than the fullest layer split, which --fit memory chooses.
-// A head asked on the GPU counts against the budget, and --fit needs a
-// profile and chooses -ngl itself.
+// A head asked on the GPU counts against the budget, the plan says which of
+// the profile's cards it assumes, and --fit needs a profile and chooses -ngl
+// itself.
 Test(cli, plan_fit_chooses_the_fastest_placement, .timeout = 120) {
 #define FIT_SHAPE SEAM_SOURCE_DIR "/models/qwen3-30b-a3b.shape"
 #define FIT_HW SEAM_SOURCE_DIR "/models/hw/rtx3060-seed.hw"
@@ -329,6 +330,11 @@ Test(cli, plan_fit_chooses_the_fastest_placement, .timeout = 120) {
          "chosen (by memory): -ngl 34 --head cpu,"},
         {ARGS("plan", "--shape", FIT_SHAPE, "-ngl", "auto", "--head", "gpu", "--gpu-mem", "12G", "--hw", FIT_HW),
          "chosen (by speed): -ngl 48 --n-cpu-moe 16 --head gpu,"},
+        // the profile's two cards, or one of them when the budget is one card's
+        {ARGS("plan", "--shape", FIT_SHAPE, "-ngl", "48", "--hw", FIT_HW),
+         "GPU: 2 cards of 12 GiB, the GPU layers split between them, a budget of 24.00 GiB"},
+        {ARGS("plan", "--shape", FIT_SHAPE, "-ngl", "20", "--gpu-mem", "12G", "--hw", FIT_HW),
+         "GPU: one card of the profile's 2 (12 GiB each): the budget, 12.00 GiB, is one card's"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char what[1024];

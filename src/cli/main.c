@@ -113,13 +113,41 @@ static int fit_for(const options *o, const seam_model *m, const seam_plan_reques
     return 0;
 }
 
+// The cards a prediction plans on, as a line for its report: a budget that
+// one card of a profile of several holds (--gpu-mem, or the one device a run
+// has) is one card, every GPU layer on it and no crossing from card to card;
+// otherwise all the profile's cards, the GPU layers split between them.
+static void plan_cards(hw_profile *hw, uint64_t budget, char *line, size_t len) {
+    line[0] = 0;
+    if (!hw->has_gpu) return;
+    const int cards = hw->set[HW_GPU_COUNT] ? (int)hw->v[HW_GPU_COUNT] : 1;
+    const double card_gib = hw->v[HW_GPU_MEM_GIB];
+    if (cards > 1 && budget <= (uint64_t)(card_gib * 1073741824.0)) {
+        hw->v[HW_GPU_COUNT] = 1;
+        snprintf(line, len, "  GPU: one card of the profile's %d (%g GiB each): the budget, %.2f GiB, is one card's\n",
+                 cards, card_gib, budget / 1073741824.0);
+    } else {
+        snprintf(line, len, "  GPU: %d card%s of %g GiB%s, a budget of %.2f GiB\n", cards, cards > 1 ? "s" : "",
+                 card_gib, cards > 1 ? ", the GPU layers split between them" : "", budget / 1073741824.0);
+    }
+}
+
+// The GPU budget a prediction plans for: --gpu-mem, or the profile's cards.
+static uint64_t profile_budget(const options *o, const hw_profile *hw) {
+    const double cards = hw->set[HW_GPU_COUNT] ? hw->v[HW_GPU_COUNT] : 1;
+    return o->gpu_mem ? o->gpu_mem : hw->has_gpu ? (uint64_t)(cards * hw->v[HW_GPU_MEM_GIB] * 1073741824.0) : 0;
+}
+
 // -ngl auto: the placement --fit's rule chooses on --hw's profile, its
 // ranked table on stderr; req takes it.
 static int fit_auto(const options *o, const seam_model *m, seam_plan_request *req) {
     hw_profile hw;
     fit_result fit;
-    if (load_hw(o, m, &hw) || fit_for(o, m, req, &hw, o->n_threads, &fit)) return -1;
-    fprintf(stderr, "-ngl auto on '%s' (%s):\n", hw.name, hw.path);
+    if (load_hw(o, m, &hw)) return -1;
+    char cards[160];
+    plan_cards(&hw, req->gpu_budget, cards, sizeof cards);
+    fprintf(stderr, "-ngl auto on '%s' (%s):\n%s", hw.name, hw.path, cards);
+    if (fit_for(o, m, req, &hw, o->n_threads, &fit)) return -1;
     fit_print(&fit, 5, stderr);
     *req = fit_request(&fit, req);
     fit_free(&fit);
@@ -504,12 +532,6 @@ static int cmd_tokenize(const options *o) {
 
 // ---------------------------------------------------------------- plan
 
-// The GPU budget a prediction plans for: --gpu-mem, or the profile's cards.
-static uint64_t profile_budget(const options *o, const hw_profile *hw) {
-    const double cards = hw->set[HW_GPU_COUNT] ? hw->v[HW_GPU_COUNT] : 1;
-    return o->gpu_mem ? o->gpu_mem : hw->has_gpu ? (uint64_t)(cards * hw->v[HW_GPU_MEM_GIB] * 1073741824.0) : 0;
-}
-
 // seam plan --fit: every placement that fits the profile's GPU, ranked; the
 // chosen one's plan and decomposition after it.
 static int plan_fit(const options *o, const seam_model *m, const char *label) {
@@ -520,14 +542,17 @@ static int plan_fit(const options *o, const seam_model *m, const char *label) {
     const int threads = o->threads_set ? o->n_threads : 0;
     seam_plan_request req = plan_request(o, m);
     req.gpu_budget = profile_budget(o, &hw);
-    if (fit_for(o, m, &req, &hw, threads, &fit)) return 1;
     FILE *json = !o->json_path ? NULL : strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
-    if (o->json_path && !json) {
-        fit_free(&fit);
-        return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), 1;
-    }
+    if (o->json_path && !json) return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), 1;
     FILE *table = json == stdout ? stderr : stdout;
-    fprintf(table, "fit on '%s' (%s): %s, KV cache filled to %d positions\n", hw.name, hw.path, label, req.n_ctx);
+    char cards[160];
+    plan_cards(&hw, req.gpu_budget, cards, sizeof cards);
+    fprintf(table, "fit on '%s' (%s): %s, KV cache filled to %d positions\n%s", hw.name, hw.path, label, req.n_ctx,
+            cards);
+    if (fit_for(o, m, &req, &hw, threads, &fit)) {
+        if (json && json != stdout) fclose(json);
+        return 1;
+    }
     fit_print(&fit, 10, table);
     fflush(table);  // before the plan, on stderr
     if (json) {
@@ -555,6 +580,8 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
     seam_plan_request req = plan_request(o, m);
     req.gpu_budget = profile_budget(o, &hw);
     req.head_apart = true;  // --head gpu with layers on the CPU: llama.cpp's placement, predicted
+    char cards[160];
+    plan_cards(&hw, req.gpu_budget, cards, sizeof cards);
     FILE *json = !o->json_path ? NULL : strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
     if (o->json_path && !json) return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), 1;
     if (json) {
@@ -564,7 +591,8 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
                 o->head < 0 ? "auto" : o->head == DEV_CPU ? "cpu" : "gpu");
     }
     FILE *table = json == stdout ? stderr : stdout;  // --json -: the JSON alone on stdout
-    fprintf(table, "prediction on '%s' (%s): %s, KV cache filled to %d positions\n", hw.name, hw.path, label, req.n_ctx);
+    fprintf(table, "prediction on '%s' (%s): %s, KV cache filled to %d positions\n%s", hw.name, hw.path, label,
+            req.n_ctx, cards);
     predict_print_header(table);
     int rc = 0, written = 0;
     const int n = (o->n_ngl ? o->n_ngl : 1) * (o->n_cpu_moe_list ? o->n_cpu_moe_list : 1);
