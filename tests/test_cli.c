@@ -326,6 +326,8 @@ Test(cli, plan_fit_chooses_the_fastest_placement, .timeout = 120) {
          "chosen (by speed): -ngl 48 --n-cpu-moe 16 --head gpu,"},
         {ARGS("plan", "--shape", FIT_SHAPE, "-ngl", "auto", "--gpu-mem", "12G", "--hw", FIT_HW),
          "the fullest layer split (-ngl 34 --head cpu,"},
+        {ARGS("plan", "--shape", FIT_SHAPE, "--fit", "--gpu-mem", "12G", "--hw", FIT_HW),
+         "llama.cpp's --fit would place about -ngl 48 --n-cpu-moe 19 --head gpu (and part of one more layer)"},
         {ARGS("plan", "--shape", FIT_SHAPE, "--fit", "memory", "--gpu-mem", "12G", "--hw", FIT_HW),
          "chosen (by memory): -ngl 34 --head cpu,"},
         {ARGS("plan", "--shape", FIT_SHAPE, "-ngl", "auto", "--head", "gpu", "--gpu-mem", "12G", "--hw", FIT_HW),

@@ -414,6 +414,16 @@ Test(fit, the_expert_split_wins_on_a_12_gb_card) {
     cr_assert_eq(c->gpu_layers, 48);
     cr_assert(c->n_cpu_moe > 0 && c->n_cpu_moe < 48, "--n-cpu-moe %d", c->n_cpu_moe);
     cr_assert_gt(c->tok_s, 1.2 * full->tok_s, "%.2f against %.2f tok/s", c->tok_s, full->tok_s);
+    // llama.cpp's --fit: every layer on the GPU and the fewest layers' experts on the CPU that leave its margin
+    cr_assert_geq(r.llamacpp, 0);
+    const fit_candidate *l = &r.c[r.llamacpp];
+    cr_assert(l->gpu_layers == 48 && l->head == DEV_GPU && l->overflow == OVERFLOW_CPU);
+    cr_assert_leq(l->gpu_bytes, budget - FIT_LLAMACPP_MARGIN);
+    for (int i = 0; i < r.n; i++)
+        if (r.c[i].gpu_layers == 48 && r.c[i].head == DEV_GPU && r.c[i].overflow == OVERFLOW_CPU &&
+            r.c[i].n_cpu_moe == l->n_cpu_moe - 1)
+            cr_assert_gt(r.c[i].gpu_bytes, budget - FIT_LLAMACPP_MARGIN, "one layer's experts fewer also leaves it");
+    cr_assert_gt(l->n_cpu_moe, c->n_cpu_moe, "the margin costs llama.cpp's placement layers' experts");
     // what the user fixes stays: no experts moved, the best is a layer split
     const fit_open fixed_experts = {.head = true, .overflow = true, .experts = false};
     fit_free(&r);

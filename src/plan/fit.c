@@ -40,13 +40,34 @@ static bool try_placement(const seam_model *m, const seam_plan_request *req, con
     return true;
 }
 
+// llama.cpp's --fit among the ranked placements (fit.h): the fewest first
+// layers' experts on the CPU with every layer and the head on the GPU, else
+// the most whole layers, within the budget less its margin.
+static int llamacpp_placement(const fit_result *r, const seam_model *m) {
+    const uint64_t target = r->budget > FIT_LLAMACPP_MARGIN ? r->budget - FIT_LLAMACPP_MARGIN : 0;
+    const int L = m->cfg.n_layers;
+    int best = -1;
+    for (int i = 0; i < r->n; i++) {
+        const fit_candidate *c = &r->c[i];
+        if (c->gpu_bytes > target || c->overflow != OVERFLOW_CPU) continue;
+        const bool whole = c->n_cpu_moe == 0 && c->head == (c->gpu_layers == L ? DEV_GPU : DEV_CPU);
+        const bool experts = m->cfg.n_expert > 0 && c->gpu_layers == L && c->head == DEV_GPU;
+        if (!whole && !experts) continue;
+        const fit_candidate *b = best < 0 ? NULL : &r->c[best];
+        // more layers first; of as many, fewer layers' experts on the CPU
+        if (!b || c->gpu_layers > b->gpu_layers || (c->gpu_layers == b->gpu_layers && c->n_cpu_moe < b->n_cpu_moe))
+            best = i;
+    }
+    return best;
+}
+
 int fit_search(const seam_model *m, const seam_plan_request *base, fit_open open, const hw_profile *hw,
                int n_threads, fit_rule rule, fit_result *out, seam_error *e) {
     const int L = m->cfg.n_layers;
     const bool moe = m->cfg.n_expert > 0 && open.experts;
     // K <= n experts of GPU layers, heads, overflows: at most (L+1)(L+2)/2 x 2 x 3
     const size_t most = (size_t)(L + 1) * (size_t)(L + 2) / 2 * 6;
-    *out = (fit_result){.c = malloc(most * sizeof *out->c), .rule = rule, .budget = base->gpu_budget};
+    *out = (fit_result){.c = malloc(most * sizeof *out->c), .rule = rule, .budget = base->gpu_budget, .n_layers = L};
     if (!out->c) return seam_fail(e, "out of memory for %zu placements", most);
     seam_plan_request req = *base;
     req.head_apart = false;  // the fit chooses what the engine runs
@@ -86,6 +107,7 @@ int fit_search(const seam_model *m, const seam_plan_request *base, fit_open open
         return fit_free(out), seam_fail(e, "the fullest layer split (-ngl %d) cannot be predicted on '%s'",
                                         fullest.gpu_layers, hw->name);
     out->chosen = rule == FIT_SPEED ? 0 : out->fullest;
+    out->llamacpp = open.head && open.overflow && open.experts ? llamacpp_placement(out, m) : -1;
     return 0;
 }
 
@@ -112,9 +134,10 @@ static void print_row(const fit_result *r, int i, FILE *out) {
     const fit_candidate *c = &r->c[i];
     char ratio[16] = "-";
     if (r->fullest >= 0) snprintf(ratio, sizeof ratio, "%.2fx", c->tok_s / r->c[r->fullest].tok_s);
-    fprintf(out, " %s %4d %5d %8d  %-4s %-9s %10.1f %9.2f %10s%s\n", i == r->chosen ? "*" : " ", i + 1,
+    fprintf(out, " %s %4d %5d %8d  %-4s %-9s %10.1f %9.2f %10s%s%s\n", i == r->chosen ? "*" : " ", i + 1,
             c->gpu_layers, c->n_cpu_moe, DEVICE_NAME[c->head], plan_overflow_name[c->overflow],
-            c->gpu_bytes / 1048576.0, c->tok_s, ratio, i == r->fullest ? "  the fullest layer split" : "");
+            c->gpu_bytes / 1048576.0, c->tok_s, ratio, i == r->fullest ? "  the fullest layer split" : "",
+            i == r->llamacpp ? "  llama.cpp's --fit" : "");
 }
 
 void fit_print(const fit_result *r, int show, FILE *out) {
@@ -124,9 +147,14 @@ void fit_print(const fit_result *r, int show, FILE *out) {
             "tok/s", "vs full");
     const int shown = show < r->n ? show : r->n;
     for (int i = 0; i < shown; i++) print_row(r, i, out);
-    if (r->chosen >= shown || r->fullest >= shown) fprintf(out, "   ...\n");
-    if (r->chosen >= shown) print_row(r, r->chosen, out);
-    if (r->fullest >= shown && r->fullest != r->chosen) print_row(r, r->fullest, out);
+    // the choice, the fullest layer split and llama.cpp's, in rank order, where the first rows leave them out
+    const int more[3] = {r->chosen, r->fullest, r->llamacpp};
+    bool gap = true;
+    for (int i = shown; i < r->n; i++) {
+        if (i != more[0] && i != more[1] && i != more[2]) continue;
+        if (gap) fprintf(out, "   ...\n"), gap = false;
+        print_row(r, i, out);
+    }
     char flags[96], full[96];
     fit_flags(&r->c[r->chosen], flags, sizeof flags);
     fprintf(out, "chosen (by %s): %s, %.2f tok/s predicted", fit_rule_name[r->rule], flags, r->c[r->chosen].tok_s);
@@ -138,11 +166,21 @@ void fit_print(const fit_result *r, int show, FILE *out) {
                 full, r->c[r->fullest].tok_s);
     }
     fprintf(out, "\n");
+    if (r->llamacpp >= 0) {
+        fit_flags(&r->c[r->llamacpp], full, sizeof full);
+        const fit_candidate *c = &r->c[r->llamacpp];
+        const bool whole = c->gpu_layers == r->n_layers && c->n_cpu_moe == 0;  // nothing left to place in part
+        fprintf(out, "llama.cpp's --fit would place about %s%s, %.2f tok/s predicted, leaving its %llu MiB margin "
+                     "free\n", full, whole ? "" : " (and part of one more layer)", c->tok_s,
+                (unsigned long long)(FIT_LLAMACPP_MARGIN >> 20));
+    }
 }
 
 void fit_write_json(const fit_result *r, FILE *out) {
-    fprintf(out, "{\"rule\": \"%s\", \"budget_bytes\": %llu, \"chosen\": %d, \"fullest\": %d, \"candidates\": [",
-            fit_rule_name[r->rule], (unsigned long long)r->budget, r->chosen, r->fullest);
+    fprintf(out,
+            "{\"rule\": \"%s\", \"budget_bytes\": %llu, \"chosen\": %d, \"fullest\": %d, \"llamacpp\": %d, "
+            "\"candidates\": [",
+            fit_rule_name[r->rule], (unsigned long long)r->budget, r->chosen, r->fullest, r->llamacpp);
     for (int i = 0; i < r->n; i++) {
         const fit_candidate *c = &r->c[i];
         fprintf(out,

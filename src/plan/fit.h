@@ -53,8 +53,11 @@ typedef struct {
     int n;
     int chosen;        // index in c of the rule's choice
     int fullest;       // index in c of the memory rule's choice: the fullest layer split
+    int llamacpp;      // index in c of what llama.cpp's --fit places for the budget (fit_llamacpp); -1: the
+                       // user fixed what it would choose
     fit_rule rule;
     uint64_t budget;
+    int n_layers;      // the model's
 } fit_result;
 
 // Every placement of m that fits base's GPU budget, predicted on hw with
@@ -64,14 +67,24 @@ typedef struct {
 int fit_search(const seam_model *m, const seam_plan_request *base, fit_open open, const hw_profile *hw,
                int n_threads, fit_rule rule, fit_result *out, seam_error *e);
 
+// llama.cpp's --fit (common/fit.cpp) leaves a margin of free memory
+// (--fit-target, 1024 MiB by default) and fills the rest by memory alone: a
+// MoE model whose dense weights fit keeps every layer on the GPU and moves
+// the experts of as few layers as it must to the CPU; any other keeps the
+// most whole layers. It also puts part of one more layer on the
+// GPU, which seam's placements do not express: seam's row is the whole-layer
+// placement nearest to it, counted by seam's memory model.
+#define FIT_LLAMACPP_MARGIN (1024ull << 20)
+
 // base with the chosen placement in it: the request plan_make takes to make it.
 seam_plan_request fit_request(const fit_result *r, const seam_plan_request *base);
 
 // The flags that reproduce the chosen placement: "-ngl 33 --n-cpu-moe 17 --head cpu".
 void fit_flags(const fit_candidate *c, char *buf, size_t len);
 
-// The ranked table: the first `show` placements, the fullest layer split
-// after them when it is not among them, the choice marked, and the flags.
+// The ranked table: the first `show` placements, the fullest layer split and
+// llama.cpp's placement after them when they are not among them, the choice
+// marked, and the flags.
 void fit_print(const fit_result *r, int show, FILE *out);
 
 // The candidates as one JSON object (no trailing newline).
