@@ -10,9 +10,12 @@ most in) and the other two check the model.
   python3 bench/seed_check.py [--seam build/seam] [--fit]
 
 Without --fit: the predictions of models/hw/rtx3060-seed.hw as it is, their
-errors, and the parts of the first step (48 -> 44 layers). With --fit: the
-bandwidth that meets the 20-layer point exactly (the token's CPU part is
-bytes / bandwidth, so one solve), to write into the profile.
+errors, the parts of the first step (48 -> 44 layers), and the placements
+that fit ONE of the two 12 GB cards (seam plan --fit --gpu-mem 12G): the
+fullest layer split, the fullest expert split, llama.cpp's --fit and the
+fastest, which seam's --fit chooses. With --fit: the bandwidth that meets the
+20-layer point exactly (the token's CPU part is bytes / bandwidth, so one
+solve), to write into the profile.
 """
 import argparse
 import json
@@ -71,6 +74,30 @@ def main():
         print(f"| {part} | {x / 1e3:.3f} | {y / 1e3:.3f} | {(y - x) / 1e3:+.3f} | {100 * (y - x) / delta:+.0f}% |")
     print(f"\nGPU idle at 44 layers: {b['gpu_idle_us'] / 1e3:.2f} ms of {b['token_us'] / 1e3:.2f} "
           f"({100 * b['gpu_idle_us'] / b['token_us']:.0f}%): the GPU waits while the CPU runs its 4 layers and the head.")
+    one_card(args.seam)
+
+
+def flags(c):
+    moe = f" --n-cpu-moe {c['n_cpu_moe']}" if c["n_cpu_moe"] else ""
+    over = f" --overflow {c['overflow']}" if c["overflow"] != "cpu" else ""
+    return f"-ngl {c['gpu_layers']}{moe} --head {c['head']}{over}"
+
+
+def one_card(seam, card="12G"):
+    """The placements that fit one card, as seam plan --fit ranks them."""
+    cmd = [seam, "plan", "--shape", SHAPE, "--fit", "--gpu-mem", card, "--hw", PROFILE, "-c", str(FILL), "--json", "-"]
+    doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    cands = doc["candidates"]
+    layers = max(c["gpu_layers"] for c in cands)
+    expert = min((c for c in cands if c["gpu_layers"] == layers and c["head"] == "gpu" and c["overflow"] == "cpu"),
+                 key=lambda c: c["n_cpu_moe"])
+    rows = [("the fullest layer split", cands[doc["fullest"]]), ("the fullest expert split", expert),
+            ("llama.cpp's --fit (1 GiB margin)", cands[doc["llamacpp"]]), ("seam's --fit: the fastest", cands[0])]
+    print(f"\nOne {card} card of the two ({' '.join(cmd[1:-2])}): {len(cands)} placements fit\n")
+    print("| placement | flags | GPU MiB | predicted tok/s |")
+    print("|---|---|---:|---:|")
+    for what, c in rows:
+        print(f"| {what} | `{flags(c)}` | {c['gpu_bytes'] / 2**20:.1f} | {c['tok_s']:.2f} |")
 
 
 if __name__ == "__main__":
