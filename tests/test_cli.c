@@ -355,6 +355,24 @@ Test(cli, plan_fit_chooses_the_fastest_placement, .timeout = 120) {
 #undef FIT_HW
 }
 
+// bench -ngl auto places each model as run's does, says where, and
+// reports the layers it placed in its rows.
+Test(cli, bench_auto_places_and_says_where, .timeout = 120) {
+    result r = run(ARGS("bench", "-m", tiny_model(), "-p", "8", "-n", "2", "-r", "1", "-ngl", "auto", "--hw",
+                        SEAM_SOURCE_DIR "/models/hw/h200.hw", "-o", "json"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "bench -ngl auto failed:\n%s", r.err);
+    const bool gpu = gpu_free_bytes() > 0;
+    const char *said = strstr(r.err, "-ngl auto placed ");
+    int placed = -1;
+    cr_assert(said && sscanf(said, "-ngl auto placed %d layers", &placed) == 1, "%s", r.err);
+    cr_assert(strstr(said, gpu ? "(the fastest predicted that fits)" : "(no CUDA device)"), "%s", r.err);
+    if (!gpu) cr_assert_eq(placed, 0);
+    char row[64];
+    snprintf(row, sizeof row, "\"n_gpu_layers\": %d,", placed);
+    cr_assert(strstr(r.out, row), "the rows do not say %d GPU layers:\n%s", placed, r.out);
+    result_free(&r);
+}
+
 // run -ngl auto with --hw chooses by the fit where there is a GPU (the
 // emulated one in an emulated build) and runs on the CPU where there is none.
 Test(cli, run_auto_with_a_profile_fits_by_speed, .timeout = 120) {

@@ -334,7 +334,7 @@ static void check_ranked(const fit_result *r, const seam_model *m, uint64_t budg
     for (int i = 0; i < r->n; i++) {
         cr_assert_leq(r->c[i].gpu_bytes, budget, "placement %d needs %llu bytes of a %llu budget", i,
                       (unsigned long long)r->c[i].gpu_bytes, (unsigned long long)budget);
-        cr_assert_geq(r->c[r->chosen].tok_s, r->c[i].tok_s);
+        cr_assert_geq(r->c[r->chosen].tok_s, r->c[i].tok_s - 0.005);  // ranked at the printed 0.01 tok/s
     }
     const seam_plan_request req = {.gpu_layers = -1, .head = -1, .n_ctx = 100, .gpu_budget = budget};
     cr_assert_eq(r->c[r->fullest].gpu_layers, plan_max_gpu_layers(m, &req));

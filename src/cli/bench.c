@@ -34,6 +34,7 @@
 #include "engine/engine.h"
 #include "gpu/energy.h"
 #include "gpu/gpu_segment.h"
+#include "plan/fit.h"
 #include "plan/memstat.h"
 #include "model/model.h"
 #include "plan/hw.h"
@@ -102,7 +103,8 @@ static void usage(FILE *f) {
             "  -n, --n-gen LIST         generation lengths to test, 0 = none [128]\n"
             "  -d, --n-depth LIST       tokens already in the KV cache when a test starts [0]\n"
             "  -t, --threads LIST       CPU threads [all cores]\n"
-            "  -ngl, --gpu-layers LIST  layers on the GPU [0]\n"
+            "  -ngl, --gpu-layers LIST  layers on the GPU [0]; 'auto': with --hw the fastest placement that fits\n"
+            "                           (seam plan --fit, per model), else as many layers as fit\n"
             "      --overflow MODES     how the rest run: cpu, mapped, stream, comma-separated [cpu]\n"
             "      --n-cpu-moe LIST     MoE: the experts of layers 0..N-1 stay on the CPU beside GPU layers [0]\n"
             "      --hw PROFILE         the speed model's tok/s beside each decode test (models/hw, or 'this') [none]\n"
@@ -189,7 +191,8 @@ static int parse_bench_options(int argc, char **argv, bench_options *o) {
             if (parse_list(a, v, 1, 256, &o->threads)) return -1;
             i++;
         } else if (IS("-ngl") || IS("--gpu-layers")) {
-            if (parse_list(a, v, 0, SEAM_MAX_LAYERS, &o->gpu_layers)) return -1;
+            if (v && !strcmp(v, "auto")) o->gpu_layers = (int_list){.v = {-1}, .n = 1};  // chosen per model
+            else if (parse_list(a, v, 0, SEAM_MAX_LAYERS, &o->gpu_layers)) return -1;
             i++;
         } else if (IS("--overflow")) {
             if (parse_names(a, v, plan_overflow_name, OVERFLOW_COUNT, &o->overflow)) return -1;
@@ -475,14 +478,28 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
     memcpy(depths, o->depth.v, sizeof(int) * (size_t)o->depth.n);
     qsort(depths, (size_t)o->depth.n, sizeof *depths, cmp_int);
     const int n_ctx = depths[o->depth.n - 1] + (widest > 0 ? widest : 1);
-    const seam_plan_request req = {.gpu_layers = cf->ngl, .head = -1, .overflow = cf->overflow, .n_ctx = n_ctx,
-                                   .cache = cf->cache, .gpu_budget = gpu_free_bytes(),
-                                   .gpu_prefill = o->gpu_prefill, .n_cpu_moe = cf->n_cpu_moe};
-    char what[192];
-    snprintf(what, sizeof what, "%s t=%d ngl=%d%s%.0d ctk=%s ctv=%s", path, cf->threads, cf->ngl,
+    seam_plan_request req = {.gpu_layers = cf->ngl, .head = -1, .overflow = cf->overflow, .n_ctx = n_ctx,
+                             .cache = cf->cache, .gpu_budget = gpu_free_bytes(), .gpu_prefill = o->gpu_prefill,
+                             .n_cpu_moe = cf->n_cpu_moe};
+    char what[192], ngl[16] = "auto";
+    if (cf->ngl >= 0) snprintf(ngl, sizeof ngl, "%d", cf->ngl);
+    snprintf(what, sizeof what, "%s t=%d ngl=%s%s%.0d ctk=%s ctv=%s", path, cf->threads, ngl,
              cf->n_cpu_moe ? " n-cpu-moe=" : "", cf->n_cpu_moe, plan_kv_type_name[cf->cache.k],
              plan_kv_type_name[cf->cache.v]);
+    // -ngl auto with a profile: the fit's fastest placement of the GPU layers and head, the swept
+    // experts and overflow kept
+    fit_result fit;
+    if (cf->ngl < 0 && hw && req.gpu_budget) {
+        if (fit_search(m, &req, (fit_open){.head = true}, hw, cf->threads, FIT_SPEED, &fit, &e))
+            return fprintf(stderr, "seam bench: %s: %s\n", what, e.msg), -1;
+        req = fit_request(&fit, &req);
+        fit_free(&fit);
+    }
     if (plan_make(&plan, m, &req, &e)) return fprintf(stderr, "seam bench: %s: %s\n", what, e.msg), -1;
+    if (cf->ngl < 0)
+        fprintf(stderr, "seam bench: %s: -ngl auto placed %d layers on the GPU, the head on the %s (%s)\n", what,
+                plan.gpu_layers, plan.head == DEV_GPU ? "GPU" : "CPU",
+                !req.gpu_budget ? "no CUDA device" : hw ? "the fastest predicted that fits" : "as many as fit");
     const bool gpu = plan_gpu_computed_layers(&plan) > 0 || plan.head == DEV_GPU;
     bool emulated;
     gpu_device_name(&emulated);
@@ -529,7 +546,7 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                 }
                 bench_row *row = &rows[(*n_rows)++];
                 *row = (bench_row){.model = path, .size = m->file.size, .params = params,
-                                   .kernels = cpu_kernels_get()->name, .threads = cf->threads, .gpu_layers = cf->ngl,
+                                   .kernels = cpu_kernels_get()->name, .threads = cf->threads, .gpu_layers = plan.gpu_layers,
                                    .n_cpu_moe = cf->n_cpu_moe,
                                    .overflow = cf->overflow, .cache = cf->cache, .gpu_prefill = o->gpu_prefill,
                                    .emulated = gpu && emulated, .n_prompt = kind == 0 ? sizes->v[s] : 0,

@@ -1,6 +1,7 @@
 // fit.c — every placement that fits, predicted, ranked.
 #include "plan/fit.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,11 @@ static const char *const DEVICE_NAME[DEV_COUNT] = {"cpu", "gpu"};
 
 static int faster_first(const void *pa, const void *pb) {
     const fit_candidate *a = pa, *b = pb;
-    if (a->tok_s != b->tok_s) return a->tok_s > b->tok_s ? -1 : 1;
+    // at the printed precision, 0.01 tok/s: a difference below it is the arithmetic's, not the placement's
+    const long long sa = llround(a->tok_s * 100), sb = llround(b->tok_s * 100);
+    if (sa != sb) return sa > sb ? -1 : 1;
+    // as fast: resident layers before streamed or mapped ones (no pinned copy), then fewer GPU bytes
+    if ((a->overflow == OVERFLOW_CPU) != (b->overflow == OVERFLOW_CPU)) return a->overflow == OVERFLOW_CPU ? -1 : 1;
     if (a->gpu_bytes != b->gpu_bytes) return a->gpu_bytes < b->gpu_bytes ? -1 : 1;
     if (a->gpu_layers != b->gpu_layers) return b->gpu_layers - a->gpu_layers;
     if (a->n_cpu_moe != b->n_cpu_moe) return a->n_cpu_moe - b->n_cpu_moe;

@@ -49,7 +49,7 @@ typedef struct {
 } fit_candidate;
 
 typedef struct {
-    fit_candidate *c;  // every placement that fits, fastest first (ties: fewer GPU bytes first)
+    fit_candidate *c;  // every placement that fits, fastest first (ties: resident, then fewer GPU bytes)
     int n;
     int chosen;        // index in c of the rule's choice
     int fullest;       // index in c of the memory rule's choice: the fullest layer split
