@@ -320,24 +320,26 @@ Test(predict, refuses_what_the_profile_cannot_answer) {
 
 static const fit_open ALL_OPEN = {.head = true, .overflow = true, .experts = true};
 
-static fit_result fit_counted(const hw_profile *hw, uint64_t budget) {
-    const seam_plan_request base = {.gpu_layers = -1, .head = -1, .n_ctx = 100, .gpu_budget = budget};
-    fit_result r;
-    seam_error e = {{0}};
-    cr_assert_eq(fit_search(&counted, &base, ALL_OPEN, hw, 1, FIT_SPEED, &r, &e), 0, "%s", e.msg);
-    return r;
-}
-
 // Every placement the fit keeps fits the budget, the chosen one is the
 // fastest of them, and the fullest layer split is the memory rule's count.
-static void check_ranked(const fit_result *r, const seam_model *m, uint64_t budget) {
+static void check_ranked(const fit_result *r, const seam_model *m, const seam_plan_request *base) {
+    const uint64_t budget = base->gpu_budget;
     for (int i = 0; i < r->n; i++) {
         cr_assert_leq(r->c[i].gpu_bytes, budget, "placement %d needs %llu bytes of a %llu budget", i,
                       (unsigned long long)r->c[i].gpu_bytes, (unsigned long long)budget);
         cr_assert_geq(r->c[r->chosen].tok_s, r->c[i].tok_s - 0.005);  // ranked at the printed 0.01 tok/s
     }
-    const seam_plan_request req = {.gpu_layers = -1, .head = -1, .n_ctx = 100, .gpu_budget = budget};
-    cr_assert_eq(r->c[r->fullest].gpu_layers, plan_max_gpu_layers(m, &req));
+    cr_assert_eq(r->c[r->fullest].gpu_layers, plan_max_gpu_layers(m, base));
+}
+
+// The fit of the counted model on hw, its ranking checked.
+static fit_result fit_counted(const hw_profile *hw, uint64_t budget) {
+    const seam_plan_request base = {.gpu_layers = -1, .head = -1, .n_ctx = 100, .gpu_budget = budget};
+    fit_result r;
+    seam_error e = {{0}};
+    cr_assert_eq(fit_search(&counted, &base, ALL_OPEN, hw, 1, FIT_SPEED, &r, &e), 0, "%s", e.msg);
+    check_ranked(&r, &counted, &base);
+    return r;
 }
 
 // A GPU whose every kernel costs a millisecond: the CPU alone is fastest,
@@ -347,7 +349,6 @@ Test(fit, launch_cost_makes_the_cpu_fastest) {
     hw_profile hw = profile(true);
     hw.v[HW_GPU_KERNEL_US] = 1000;
     fit_result r = fit_counted(&hw, 1ull << 30);
-    check_ranked(&r, &counted, 1ull << 30);
     cr_assert_eq(r.c[r.fullest].gpu_layers, 2);
     cr_assert_eq(r.c[r.chosen].gpu_layers, 0, "chose -ngl %d", r.c[r.chosen].gpu_layers);
     cr_assert_eq(r.c[r.chosen].overflow, OVERFLOW_CPU);
@@ -382,7 +383,6 @@ Test(fit, the_heads_placement_decides) {
     cr_assert_eq(plan_make(&p, &counted, &all, &e), 0, "%s", e.msg);
     const uint64_t budget = plan_total(&p, DEV_GPU) - 1;
     fit_result r = fit_counted(&hw, budget);
-    check_ranked(&r, &counted, budget);
     const fit_candidate *c = &r.c[r.chosen], *full = &r.c[r.fullest];
     cr_assert_eq(full->gpu_layers, 1);
     cr_assert_eq(full->head, DEV_CPU);
@@ -407,7 +407,7 @@ Test(fit, the_expert_split_wins_on_a_12_gb_card) {
     const seam_plan_request base = {.gpu_layers = -1, .head = -1, .n_ctx = 512, .gpu_budget = budget};
     fit_result r;
     cr_assert_eq(fit_search(&m, &base, ALL_OPEN, &hw, 0, FIT_SPEED, &r, &e), 0, "%s", e.msg);
-    check_ranked(&r, &m, budget);
+    check_ranked(&r, &m, &base);
     const fit_candidate *c = &r.c[r.chosen], *full = &r.c[r.fullest];
     cr_assert_eq(full->gpu_layers, 34);
     cr_assert_eq(full->n_cpu_moe, 0);
@@ -429,6 +429,17 @@ Test(fit, the_expert_split_wins_on_a_12_gb_card) {
     fit_free(&r);
     cr_assert_eq(fit_search(&m, &base, fixed_experts, &hw, 0, FIT_SPEED, &r, &e), 0, "%s", e.msg);
     for (int i = 0; i < r.n; i++) cr_assert_eq(r.c[i].n_cpu_moe, 0);
+    // a long context with --fit-cache: the q8_0 cache, half the bytes, frees room for experts
+    fit_free(&r);
+    const fit_open with_cache = {.head = true, .overflow = true, .experts = true, .cache = true};
+    seam_plan_request longer = base;
+    longer.n_ctx = 32768;
+    cr_assert_eq(fit_search(&m, &longer, with_cache, &hw, 0, FIT_SPEED, &r, &e), 0, "%s", e.msg);
+    check_ranked(&r, &m, &longer);
+    cr_assert(r.c[r.chosen].cache.k == KV_Q8_0 && r.c[r.chosen].cache.v == KV_Q8_0, "the chosen cache is %s/%s",
+              plan_kv_type_name[r.c[r.chosen].cache.k], plan_kv_type_name[r.c[r.chosen].cache.v]);
+    cr_assert_eq(r.c[r.fullest].cache.k, KV_F16, "the fullest layer split keeps the cache asked for");
+    cr_assert_eq(r.c[r.llamacpp].cache.k, KV_F16, "so does llama.cpp's --fit");
     // and the memory rule chooses the fullest layer split
     fit_free(&r);
     cr_assert_eq(fit_search(&m, &base, ALL_OPEN, &hw, 0, FIT_MEMORY, &r, &e), 0, "%s", e.msg);

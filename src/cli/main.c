@@ -99,7 +99,8 @@ static int load_hw(const options *o, const seam_model *m, hw_profile *hw) {
 
 // What a fit may change: the placements whose flags were not given.
 static fit_open fit_open_of(const options *o) {
-    return (fit_open){.head = o->head < 0, .overflow = !o->overflow_set, .experts = !o->n_cpu_moe_list && !o->cpu_moe};
+    return (fit_open){.head = o->head < 0, .overflow = !o->overflow_set, .experts = !o->n_cpu_moe_list && !o->cpu_moe,
+                      .cache = o->fit_cache};
 }
 
 // The placements of m that fit req's budget on hw, ranked by --fit's rule

@@ -39,6 +39,7 @@ void options_usage(FILE *f) {
             "                          that fits (seam plan --fit), without it as many layers as fit\n"
             "      --fit speed|memory  what -ngl auto chooses by: the predicted speed (needs --hw) or the most\n"
             "                          layers that fit [speed with --hw, else memory]\n"
+            "      --fit-cache         -ngl auto may choose the KV cache's types too (f16, q8_0) [-ctk, -ctv]\n"
             "      --head cpu|gpu      where the output head runs [the device of the last layer]\n"
             "      --overflow MODE     how the layers past -ngl run: cpu (on the CPU), mapped (on the GPU,\n"
             "                          reading their weights over the bus), stream (on the GPU, each layer\n"
@@ -168,6 +169,8 @@ int options_parse(int argc, char **argv, options *o) {
             if (k < 0)
                 return fprintf(stderr, "seam: --overflow wants cpu, mapped or stream (got '%s')\n", v ? v : ""), -1;
             o->overflow = (seam_overflow)k, o->overflow_set = true, i++;
+        } else if (IS("--fit-cache")) {
+            o->fit_cache = true;
         } else if (IS("--fit")) {  // its rule is optional: speed unless the next word names one
             const bool named = v && (!strcmp(v, "speed") || !strcmp(v, "memory"));
             o->fit = 1 + (named && !strcmp(v, "memory") ? FIT_MEMORY : FIT_SPEED);
@@ -224,5 +227,7 @@ int options_parse(int argc, char **argv, options *o) {
     }
     if (o->fit && o->n_ngl) return fprintf(stderr, "seam: --fit chooses the GPU layers: give -ngl auto or none\n"), -1;
     if (o->fit) o->gpu_layers = -1;
+    if (o->fit_cache && o->gpu_layers != -1)
+        return fprintf(stderr, "seam: --fit-cache lets -ngl auto choose the cache: give -ngl auto or --fit\n"), -1;
     return 0;
 }

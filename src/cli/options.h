@@ -33,6 +33,7 @@ typedef struct {
     seam_overflow overflow; // --overflow: how the layers past -ngl run
     bool overflow_set;      // --overflow given: a fit keeps it
     int fit;                // --fit: 0 = not asked (plan), else 1 + a fit_rule (speed, memory)
+    bool fit_cache;         // --fit-cache: the fit may choose the KV cache's types
     bool cpu_moe;           // --cpu-moe
     int n_cpu_moe;          // --n-cpu-moe
     int cpu_moe_list[64];   // plan: --n-cpu-moe 0-48+8, every count to plan and predict

@@ -25,9 +25,11 @@ static int faster_first(const void *pa, const void *pb) {
     return (int)a->overflow - (int)b->overflow;
 }
 
+static bool same_cache(seam_kv_config a, seam_kv_config b) { return a.k == b.k && a.v == b.v; }
+
 static bool same_placement(const fit_candidate *a, const seam_plan *p, int n_cpu_moe) {
     return a->gpu_layers == p->gpu_layers && a->n_cpu_moe == n_cpu_moe && a->head == p->head &&
-           a->overflow == p->overflow;
+           a->overflow == p->overflow && same_cache(a->cache, p->cache);
 }
 
 // The plan and prediction of one placement; false when it does not fit or
@@ -40,7 +42,8 @@ static bool try_placement(const seam_model *m, const seam_plan_request *req, con
     seam_error e = {{0}};
     if (plan_make(&p, m, req, &e) || predict_token(m, &p, hw, n_threads, req->n_ctx, &pr, &e)) return false;
     *out = (fit_candidate){.gpu_layers = p.gpu_layers, .n_cpu_moe = req->cpu_moe ? m->cfg.n_layers : req->n_cpu_moe,
-                           .head = p.head, .overflow = p.overflow, .gpu_bytes = plan_total(&p, DEV_GPU),
+                           .head = p.head, .overflow = p.overflow, .cache = p.cache,
+                           .gpu_bytes = plan_total(&p, DEV_GPU),
                            .tok_s = pr.tok_s};
     return true;
 }
@@ -48,13 +51,14 @@ static bool try_placement(const seam_model *m, const seam_plan_request *req, con
 // llama.cpp's --fit among the ranked placements (fit.h): the fewest first
 // layers' experts on the CPU with every layer and the head on the GPU, else
 // the most whole layers, within the budget less its margin.
-static int llamacpp_placement(const fit_result *r, const seam_model *m) {
+static int llamacpp_placement(const fit_result *r, const seam_model *m, seam_kv_config cache) {
     const uint64_t target = r->budget > FIT_LLAMACPP_MARGIN ? r->budget - FIT_LLAMACPP_MARGIN : 0;
     const int L = m->cfg.n_layers;
     int best = -1;
     for (int i = 0; i < r->n; i++) {
         const fit_candidate *c = &r->c[i];
-        if (c->gpu_bytes > target || c->overflow != OVERFLOW_CPU) continue;
+        // it keeps the cache types it is given
+        if (c->gpu_bytes > target || c->overflow != OVERFLOW_CPU || !same_cache(c->cache, cache)) continue;
         const bool whole = c->n_cpu_moe == 0 && c->head == (c->gpu_layers == L ? DEV_GPU : DEV_CPU);
         const bool experts = m->cfg.n_expert > 0 && c->gpu_layers == L && c->head == DEV_GPU;
         if (!whole && !experts) continue;
@@ -70,8 +74,9 @@ int fit_search(const seam_model *m, const seam_plan_request *base, fit_open open
                int n_threads, fit_rule rule, fit_result *out, seam_error *e) {
     const int L = m->cfg.n_layers;
     const bool moe = m->cfg.n_expert > 0 && open.experts;
-    // K <= n experts of GPU layers, heads, overflows: at most (L+1)(L+2)/2 x 2 x 3
-    const size_t most = (size_t)(L + 1) * (size_t)(L + 2) / 2 * 6;
+    // K <= n experts of GPU layers, heads, overflows, cache types: at most (L+1)(L+2)/2 x 2 x 3 x 4
+    const int caches = open.cache ? KV_TYPE_COUNT * KV_TYPE_COUNT : 1;
+    const size_t most = (size_t)(L + 1) * (size_t)(L + 2) / 2 * 6 * (size_t)caches;
     *out = (fit_result){.c = malloc(most * sizeof *out->c), .rule = rule, .budget = base->gpu_budget, .n_layers = L};
     if (!out->c) return seam_fail(e, "out of memory for %zu placements", most);
     seam_plan_request req = *base;
@@ -80,12 +85,16 @@ int fit_search(const seam_model *m, const seam_plan_request *base, fit_open open
         for (int k = 0; k <= (moe ? n : 0); k++) {
             for (int h = 0; h < (open.head ? DEV_COUNT : 1); h++) {
                 for (int ov = 0; ov < (open.overflow ? 3 : 1); ov++) {
-                    if (open.overflow && ov != OVERFLOW_CPU && n == L) continue;  // nothing overflows
-                    req.gpu_layers = n;
-                    if (moe) req.n_cpu_moe = k, req.cpu_moe = false;
-                    if (open.head) req.head = h;
-                    if (open.overflow) req.overflow = (seam_overflow)ov;
-                    if (try_placement(m, &req, hw, n_threads, &out->c[out->n])) out->n++;
+                    for (int kv = 0; kv < caches; kv++) {
+                        if (open.overflow && ov != OVERFLOW_CPU && n == L) continue;  // nothing overflows
+                        req.gpu_layers = n;
+                        if (moe) req.n_cpu_moe = k, req.cpu_moe = false;
+                        if (open.head) req.head = h;
+                        if (open.overflow) req.overflow = (seam_overflow)ov;
+                        if (open.cache) req.cache.k = (seam_kv_type)(kv / KV_TYPE_COUNT),
+                                        req.cache.v = (seam_kv_type)(kv % KV_TYPE_COUNT);
+                        if (try_placement(m, &req, hw, n_threads, &out->c[out->n])) out->n++;
+                    }
                 }
             }
         }
@@ -112,7 +121,7 @@ int fit_search(const seam_model *m, const seam_plan_request *base, fit_open open
         return fit_free(out), seam_fail(e, "the fullest layer split (-ngl %d) cannot be predicted on '%s'",
                                         fullest.gpu_layers, hw->name);
     out->chosen = rule == FIT_SPEED ? 0 : out->fullest;
-    out->llamacpp = open.head && open.overflow && open.experts ? llamacpp_placement(out, m) : -1;
+    out->llamacpp = open.head && open.overflow && open.experts ? llamacpp_placement(out, m, base->cache) : -1;
     return 0;
 }
 
@@ -122,6 +131,7 @@ seam_plan_request fit_request(const fit_result *r, const seam_plan_request *base
     req.gpu_layers = c->gpu_layers;
     req.head = c->head;
     req.overflow = c->overflow;
+    req.cache.k = c->cache.k, req.cache.v = c->cache.v;
     if (!req.cpu_moe) req.n_cpu_moe = c->n_cpu_moe;
     req.head_apart = false;
     return req;
@@ -132,15 +142,20 @@ void fit_flags(const fit_candidate *c, char *buf, size_t len) {
     if (c->n_cpu_moe && at < (int)len) at += snprintf(buf + at, len - (size_t)at, " --n-cpu-moe %d", c->n_cpu_moe);
     if (at < (int)len) at += snprintf(buf + at, len - (size_t)at, " --head %s", DEVICE_NAME[c->head]);
     if (c->overflow != OVERFLOW_CPU && at < (int)len)
-        snprintf(buf + at, len - (size_t)at, " --overflow %s", plan_overflow_name[c->overflow]);
+        at += snprintf(buf + at, len - (size_t)at, " --overflow %s", plan_overflow_name[c->overflow]);
+    if (c->cache.k != KV_F16 && at < (int)len)
+        at += snprintf(buf + at, len - (size_t)at, " -ctk %s", plan_kv_type_name[c->cache.k]);
+    if (c->cache.v != KV_F16 && at < (int)len) snprintf(buf + at, len - (size_t)at, " -ctv %s", plan_kv_type_name[c->cache.v]);
 }
 
 static void print_row(const fit_result *r, int i, FILE *out) {
     const fit_candidate *c = &r->c[i];
     char ratio[16] = "-";
     if (r->fullest >= 0) snprintf(ratio, sizeof ratio, "%.2fx", c->tok_s / r->c[r->fullest].tok_s);
-    fprintf(out, " %s %4d %5d %8d  %-4s %-9s %10.1f %9.2f %10s%s%s\n", i == r->chosen ? "*" : " ", i + 1,
-            c->gpu_layers, c->n_cpu_moe, DEVICE_NAME[c->head], plan_overflow_name[c->overflow],
+    char cache[16];
+    snprintf(cache, sizeof cache, "%s/%s", plan_kv_type_name[c->cache.k], plan_kv_type_name[c->cache.v]);
+    fprintf(out, " %s %4d %5d %8d  %-4s %-9s %-9s %10.1f %9.2f %10s%s%s\n", i == r->chosen ? "*" : " ", i + 1,
+            c->gpu_layers, c->n_cpu_moe, DEVICE_NAME[c->head], plan_overflow_name[c->overflow], cache,
             c->gpu_bytes / 1048576.0, c->tok_s, ratio, i == r->fullest ? "  the fullest layer split" : "",
             i == r->llamacpp ? "  llama.cpp's --fit" : "");
 }
@@ -148,8 +163,8 @@ static void print_row(const fit_result *r, int i, FILE *out) {
 void fit_print(const fit_result *r, int show, FILE *out) {
     fprintf(out, "fit by %s: %d placements fit a GPU budget of %.1f MiB; ranked by predicted decode speed\n",
             fit_rule_name[r->rule], r->n, r->budget / 1048576.0);
-    fprintf(out, "   %4s %5s %8s  %-4s %-9s %10s %9s %10s\n", "rank", "ngl", "cpu-moe", "head", "overflow", "GPU MiB",
-            "tok/s", "vs full");
+    fprintf(out, "   %4s %5s %8s  %-4s %-9s %-9s %10s %9s %10s\n", "rank", "ngl", "cpu-moe", "head", "overflow",
+            "KV K/V", "GPU MiB", "tok/s", "vs full");
     const int shown = show < r->n ? show : r->n;
     for (int i = 0; i < shown; i++) print_row(r, i, out);
     // the choice, the fullest layer split and llama.cpp's, in rank order, where the first rows leave them out
@@ -190,9 +205,10 @@ void fit_write_json(const fit_result *r, FILE *out) {
         const fit_candidate *c = &r->c[i];
         fprintf(out,
                 "%s\n  {\"gpu_layers\": %d, \"n_cpu_moe\": %d, \"head\": \"%s\", \"overflow\": \"%s\", "
-                "\"gpu_bytes\": %llu, \"tok_s\": %.4f}",
+                "\"type_k\": \"%s\", \"type_v\": \"%s\", \"gpu_bytes\": %llu, \"tok_s\": %.4f}",
                 i ? "," : "", c->gpu_layers, c->n_cpu_moe, DEVICE_NAME[c->head], plan_overflow_name[c->overflow],
-                (unsigned long long)c->gpu_bytes, c->tok_s);
+                plan_kv_type_name[c->cache.k], plan_kv_type_name[c->cache.v], (unsigned long long)c->gpu_bytes,
+                c->tok_s);
     }
     fprintf(out, "\n]}");
 }

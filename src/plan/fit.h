@@ -12,6 +12,8 @@
 //   head          on the CPU, or on the GPU when the GPU computes every layer
 //   overflow      the layers past the GPU's on the CPU, or on the GPU from host memory
 //                 (mapped, stream)
+//   KV cache      with --fit-cache, its key and value types (f16, q8_0), which trade
+//                 the cache's bytes against its precision: only where the user allows it
 //
 // each with its memory from the plan (plan.h) and its speed from
 // predict_token; the dimensions the user fixed (--head, --overflow,
@@ -38,12 +40,14 @@ typedef struct {
     bool head;      // --head not given
     bool overflow;  // --overflow not given
     bool experts;   // neither --n-cpu-moe nor --cpu-moe given
+    bool cache;     // --fit-cache: the KV cache's key and value types too (f16, q8_0)
 } fit_open;
 
 typedef struct {
     int gpu_layers, n_cpu_moe;
     seam_device head;
     seam_overflow overflow;
+    seam_kv_config cache;
     uint64_t gpu_bytes;  // the plan's GPU total
     double tok_s;        // predicted decode speed
 } fit_candidate;
@@ -79,7 +83,7 @@ int fit_search(const seam_model *m, const seam_plan_request *base, fit_open open
 // base with the chosen placement in it: the request plan_make takes to make it.
 seam_plan_request fit_request(const fit_result *r, const seam_plan_request *base);
 
-// The flags that reproduce the chosen placement: "-ngl 33 --n-cpu-moe 17 --head cpu".
+// The flags that reproduce a placement: "-ngl 33 --n-cpu-moe 17 --head cpu -ctk q8_0".
 void fit_flags(const fit_candidate *c, char *buf, size_t len);
 
 // The ranked table: the first `show` placements, the fullest layer split and
