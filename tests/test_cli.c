@@ -355,6 +355,43 @@ Test(cli, plan_fit_chooses_the_fastest_placement, .timeout = 120) {
 #undef FIT_HW
 }
 
+// What is wrong with the command line is said before any work: an output
+// path that cannot be written before the model loads, a bad token id before
+// the weights are read and the plan made; a flag that does nothing here is
+// said; --version answers.
+Test(cli, mistakes_are_said_before_the_work, .timeout = 120) {
+    const char *const *const early[] = {
+        ARGS("run", "-m", MODEL, "--tokens", "1,2", "--timeline", "/nonexistent-dir/t.json"),
+        ARGS("logits", "-m", MODEL, "--tokens", "1", "-o", "/tmp"),
+        ARGS("plan", "--shape", SEAM_SOURCE_DIR "/models/tiny.shape", "-ngl", "1", "--hw",
+             SEAM_SOURCE_DIR "/models/hw/h200.hw", "--json", "/nonexistent-dir/p.json"),
+        ARGS("run", "-m", MODEL, "-p", "a", "-p", "b"),
+    };
+    for (size_t i = 0; i < sizeof early / sizeof *early; i++) {
+        char what[1024];
+        cmdline(early[i], what, sizeof what);
+        result r = run(early[i]);
+        cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2, "%s: status %d\n%s", what, r.status, r.err);
+        cr_assert(!strstr(r.err, "loaded") && !strstr(r.err, "plan:") && !r.out[0], "%s: worked first:\n%s%s", what,
+                  r.out, r.err);
+        result_free(&r);
+    }
+    result r = run(ARGS("run", "-m", MODEL, "--tokens", "1,99999", "-n", "2"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0 && strstr(r.err, "not a token id"), "%s", r.err);
+    cr_assert(!strstr(r.err, "plan:"), "the plan came before the bad id:\n%s", r.err);
+    result_free(&r);
+    r = run(ARGS("run", "-m", MODEL, "--tokens", "1,2", "-n", "2", "--top-k", "5", "--n-cpu-moe", "1"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s", r.err);
+    cr_assert(strstr(r.err, "--top-k does nothing with --temp 0") &&
+              strstr(r.err, "--n-cpu-moe does nothing here: this model has no experts"), "%s", r.err);
+    result_free(&r);
+    r = run(ARGS("--version"));
+    int major, minor;
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && sscanf(r.out, "seam %d.%d", &major, &minor) == 2,
+              "--version said:\n%s%s", r.out, r.err);
+    result_free(&r);
+}
+
 // bench -ngl auto places each model as run's does, says where, and
 // reports the layers it placed in its rows.
 Test(cli, bench_auto_places_and_says_where, .timeout = 120) {

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/bench.h"
 #include "cli/options.h"
@@ -260,13 +262,22 @@ static int session_open(session *s, const options *o, int n_extra) {
         fprintf(stderr, "seam: no text: %s\n", err.msg);
         s->tok = NULL;
     }
-    memstat_read(&s->base, NULL);
-    gguf_prefetch(&s->model.file);
-    seam_plan plan;
-    if (make_plan(o, &s->model, true, &plan) || session_prompt(s, o)) {
+    // the prompt before the work: a bad id or text is reported before the
+    // weights are read in and the plan is made
+    if (session_prompt(s, o)) {
         session_close(s);
         return -1;
     }
+    memstat_read(&s->base, NULL);
+    gguf_prefetch(&s->model.file);
+    seam_plan plan;
+    if (make_plan(o, &s->model, true, &plan)) {
+        session_close(s);
+        return -1;
+    }
+    if (!s->model.cfg.n_expert && (o->n_cpu_moe || o->cpu_moe))
+        fprintf(stderr, "seam: %s does nothing here: this model has no experts\n",
+                o->cpu_moe ? "--cpu-moe" : "--n-cpu-moe");
     if (s->n_prompt + n_extra > plan.n_ctx) {
         fprintf(stderr, "seam: prompt (%d) + generated (%d) tokens exceed the context of %d; raise -c\n",
                 s->n_prompt, n_extra, plan.n_ctx);
@@ -708,6 +719,21 @@ static int cmd_inspect(const options *o) {
     return 0;
 }
 
+// A file the command will write, checked before any work: its folder must
+// exist and take files, and it must not be a folder ("-": stdout).
+static int check_output(const char *flag, const char *path) {
+    if (!path || !strcmp(path, "-")) return 0;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return fprintf(stderr, "seam: %s %s is a folder, not a file\n", flag, path), -1;
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    if (access(dir, W_OK | X_OK))
+        return fprintf(stderr, "seam: %s %s: cannot write into %s: %s\n", flag, path, dir, strerror(errno)), -1;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         options_usage(stderr);
@@ -716,6 +742,10 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         options_usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("seam %s\n", SEAM_VERSION);
         return 0;
     }
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
@@ -733,6 +763,12 @@ int main(int argc, char **argv) {
                         "fastest), and run's with --layers (each layer's predicted time)\n", cmd);
         return 2;
     }
+    if (check_output("--timeline", o.timeline_path) || check_output("-o", o.out_path) ||
+        check_output("--json", o.json_path))
+        return 2;
+    if (o.temperature == 0.0f && (o.top_k || o.top_p < 1.0f))
+        fprintf(stderr, "seam: %s does nothing with --temp 0: greedy takes the most likely token\n",
+                o.top_k ? "--top-k" : "--top-p");
     if (o.positional && !takes_file) {
         fprintf(stderr, "seam %s: unexpected argument '%s' (see seam --help)\n", cmd, o.positional);
         return 2;

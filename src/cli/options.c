@@ -59,7 +59,7 @@ void options_usage(FILE *f) {
             "      --layers            time every layer and print a table of them (and write them with --timeline) [off]\n"
             "  -o, --output FILE       logits: the file the logits go to (required there)\n"
             "      --ids               print generated token ids (space-separated, one line), not text\n"
-            "  -h, --help              this help\n"
+            "  -h, --help              this help (seam --version: the version)\n"
             "\n"
             "  seam inspect FILE\n"
             "  seam logits -m FILE (--tokens IDS | -p TEXT) -o OUT.f32 [-c N] [-ctk T] [-ctv T]\n"
@@ -126,6 +126,7 @@ int options_parse(int argc, char **argv, options *o) {
             if (parse_text(a, v, "a file", &o->model_path)) return -1;
             i++;
         } else if (IS("-p") || IS("--prompt")) {
+            if (o->prompt) return fprintf(stderr, "seam: %s is given twice: give one prompt\n", a), -1;
             if (parse_text(a, v, "a text", &o->prompt)) return -1;
             i++;
         } else if (IS("--tokens")) {
