@@ -376,7 +376,11 @@ Test(cli, mistakes_are_said_before_the_work, .timeout = 120) {
                   r.out, r.err);
         result_free(&r);
     }
-    result r = run(ARGS("run", "-m", MODEL, "--tokens", "1,99999", "-n", "2"));
+    result r = run(ARGS("bench", "-m", MODEL ",/nonexistent.gguf", "-p", "8", "-n", "0", "-r", "1"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2 && strstr(r.err, "/nonexistent.gguf"), "%s", r.err);
+    cr_assert(!r.out[0], "bench timed the first model before refusing the second:\n%s", r.out);
+    result_free(&r);
+    r = run(ARGS("run", "-m", MODEL, "--tokens", "1,99999", "-n", "2"));
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0 && strstr(r.err, "not a token id"), "%s", r.err);
     cr_assert(!strstr(r.err, "plan:"), "the plan came before the bad id:\n%s", r.err);
     result_free(&r);

@@ -32,6 +32,7 @@
 #include "cpu/membw.h"
 #include "cpu/speed.h"
 #include "engine/engine.h"
+#include "format/gguf.h"
 #include "gpu/energy.h"
 #include "gpu/gpu_segment.h"
 #include "plan/fit.h"
@@ -624,6 +625,18 @@ int cmd_bench(int argc, char **argv) {
                          o.cache_v.n * o.depth.n * (o.prompt.n + o.gen.n);
     bench_row *rows = calloc((size_t)max_rows, sizeof *rows);
     if (!rows) return free(o.model_list), fprintf(stderr, "seam bench: out of memory for %d results\n", max_rows), 1;
+    // every model of the list opens before any is timed: a missing file
+    // fails the command before the first model's tests take minutes
+    for (int mi = 0; mi < o.n_models; mi++) {
+        gguf_file f;
+        seam_error e = {{0}};
+        if (gguf_open(&f, o.models[mi], &e)) {
+            fprintf(stderr, "seam bench: %s\n", e.msg);
+            free(rows), free(o.model_list);
+            return 2;
+        }
+        gguf_close(&f);
+    }
     static bench_roofs roofs;
     int n_rows = 0, rc = 0;
     // a configuration that fails is reported and skipped, so that a sweep
