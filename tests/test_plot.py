@@ -173,6 +173,11 @@ REFUSED = {  # bad input is refused with a message, not a traceback
                                               "pred-seed-auto.json"], "no prediction of the expert split"),
     "a zoom that ends before it starts": (["waterfall", "--timeline", "timeline-tiny.json", "--zoom", "5:1"],
                                           "FROM must be below TO"),
+    "a timeline that is not there": (["waterfall", "--timeline", "no-such-timeline.json"],
+                                     "cannot read"),
+    "a timeline that is not JSON": (["waterfall", "--timeline", PLOT], "is not JSON"),
+    "a token past the decoded ones": (["waterfall", "--timeline", "timeline-tiny.json", "--token", "99"],
+                                      "--token 99: the timeline has decoded tokens 0.."),
 }
 
 
@@ -201,7 +206,14 @@ def main():
         ok = r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr
         print(f"{'ok  ' if ok else 'FAIL'} {name} is refused{'' if ok else ': ' + r.stderr.strip()}")
         failed += not ok
-    total = len(CASES) + len(REFUSED) + (fresh is None)
+    # a python without matplotlib (site-packages off: -S) is told which to use
+    r = subprocess.run([sys.executable, "-S", PLOT, "curve", "-o", os.path.join(out_dir, "refused")],
+                       capture_output=True, text=True)
+    ok = r.returncode != 0 and "plot.py needs matplotlib" in r.stderr and "Traceback" not in r.stderr
+    print(f"{'ok  ' if ok else 'FAIL'} a python without matplotlib is told which to use"
+          f"{'' if ok else ': ' + r.stderr.strip()}")
+    failed += not ok
+    total = len(CASES) + len(REFUSED) + 1 + (fresh is None)
     print(f"{total - failed} passed, {failed} failed")
     return 1 if failed else 0
 

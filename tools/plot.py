@@ -36,8 +36,12 @@ import json
 import statistics
 import sys
 
-import matplotlib
-import numpy
+try:
+    import matplotlib
+    import numpy
+except ImportError as missing:  # a python without them: say which to use, not a traceback
+    sys.exit(f"plot.py needs matplotlib and numpy ({missing}): run it with Debian's /usr/bin/python3 after "
+             f"apt-get install python3-matplotlib (scripts/deps.sh does), not {sys.executable}")
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
@@ -57,8 +61,13 @@ BYTES_COLOURS = {"weights": "#9d755d", "KV cache": "#b279a2"}
 
 
 def load(path):
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as err:
+        sys.exit(f"plot.py: cannot read {path}: {err.strerror}")
+    except json.JSONDecodeError as err:
+        sys.exit(f"plot.py: {path} is not JSON ({err.msg} at line {err.lineno}): give seam's --timeline or --json output")
 
 
 def save(fig, out):
@@ -268,7 +277,9 @@ def bars_of_timeline(t, k):
     The work is a bar per layer where the run timed its layers (--layers),
     else a bar per segment."""
     tokens = decoded_tokens(t)
-    tok = tokens[min(k, len(tokens) - 1)]
+    if not 0 <= k < len(tokens):
+        sys.exit(f"plot.py: --token {k}: the timeline has decoded tokens 0..{len(tokens) - 1}")
+    tok = tokens[k]
     cross = [c for c in t["crossings"] if c["token"] == tok["token"]]
     layers = [r for r in t.get("layers", []) if r["token"] == tok["token"]]
     head = max((r["layer"] for r in layers), default=None)  # a decoded token's last record is its head
@@ -300,7 +311,7 @@ def bars_of_timeline(t, k):
         start = max(bus_free, done.start + done.us if done else 0)
         bars.append(Bar("bus", f"layer {c['layer']} weights", start, c["copy_us"]))
         bus_free = start + c["copy_us"]
-    return bars, f"token {tok['token']} (measured, seam run --timeline)"
+    return bars, f"decoded token {k} of {len(tokens)} (measured, seam run --timeline)"
 
 
 def svg_id(*parts):
