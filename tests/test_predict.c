@@ -353,6 +353,13 @@ Test(fit, launch_cost_makes_the_cpu_fastest) {
     cr_assert_eq(r.c[r.chosen].gpu_layers, 0, "chose -ngl %d", r.c[r.chosen].gpu_layers);
     cr_assert_eq(r.c[r.chosen].overflow, OVERFLOW_CPU);
     cr_assert_eq(r.c[r.chosen].head, DEV_CPU);
+    // a profile without a GPU cannot rank GPU placements: refused, not -ngl 0
+    const hw_profile cpu_only = profile(false);
+    const seam_plan_request base = {.gpu_layers = -1, .head = -1, .n_ctx = 100, .gpu_budget = 1ull << 30};
+    fit_result none;
+    seam_error e = {{0}};
+    cr_assert_neq(fit_search(&counted, &base, ALL_OPEN, &cpu_only, 1, FIT_SPEED, &none, &e), 0);
+    cr_assert(strstr(e.msg, "has no GPU figures"), "%s", e.msg);
     // with kernels that cost nothing, every layer on the GPU is
     hw.v[HW_GPU_KERNEL_US] = 0, hw.v[HW_GPU_PEAK_GBS] = 100;
     fit_free(&r);

@@ -77,6 +77,10 @@ int fit_search(const seam_model *m, const seam_plan_request *base, fit_open open
     // K <= n experts of GPU layers, heads, overflows, cache types: at most (L+1)(L+2)/2 x 2 x 3 x 4
     const int caches = open.cache ? KV_TYPE_COUNT * KV_TYPE_COUNT : 1;
     const size_t most = (size_t)(L + 1) * (size_t)(L + 2) / 2 * 6 * (size_t)caches;
+    // a profile without the GPU's figures would rank only the CPU's placements and pick -ngl 0
+    if (base->gpu_budget && !hw->has_gpu)
+        return seam_fail(e, "'%s' has no GPU figures, so the fit cannot predict a GPU layer: give a profile of the GPU "
+                            "(models/hw) with --hw", hw->name);
     *out = (fit_result){.c = malloc(most * sizeof *out->c), .rule = rule, .budget = base->gpu_budget, .n_layers = L};
     if (!out->c) return seam_fail(e, "out of memory for %zu placements", most);
     seam_plan_request req = *base;
