@@ -284,8 +284,9 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
             continue;
         }
         const bool mapped = il >= p->gpu_layers;  // OVERFLOW_MAPPED: its kernels read host memory
-        // a card boundary: the hidden state goes through the host to the next card
-        if (cards > 1 && il > 0 && il % ((p->gpu_layers + cards - 1) / cards) == 0 && !mapped) {
+        // a card boundary: the hidden state goes through the host to the next card (a resident
+        // layer's test first: past them gpu_layers may be 0, and the cards' share with it)
+        if (!mapped && cards > 1 && il > 0 && il % ((p->gpu_layers + cards - 1) / cards) == 0) {
             flush(pr, &res, LANE_GPU, PART_GPU_LAYERS, "layers");
             step(pr, LANE_BUS, PART_CROSSING, hidden, crossing_us(&x, hidden), "D2H hidden state (to the next card)", 0, 0);
             step(pr, LANE_BUS, PART_CROSSING, hidden, crossing_us(&x, hidden), "H2D hidden state (from the last card)", 0, 0);
