@@ -207,6 +207,33 @@ Test(predict, a_split_crosses_twice_and_idles_the_gpu) {
     model_free(&counted);
 }
 
+// A profile of two cards: a budget that one card holds (--gpu-mem, a run's
+// one device) plans on one card, no crossing between cards; a larger one
+// splits the layers over both, the hidden state through the host between
+// them. The prediction reads the budget from the plan, so that every caller
+// (plan, run, bench, the fit) predicts the same cards.
+Test(predict, a_budget_of_one_card_plans_one_card) {
+    load_counted(2);
+    hw_profile hw = profile(true);
+    hw.v[HW_GPU_COUNT] = 2, hw.set[HW_GPU_COUNT] = true;
+    cr_assert_eq(hw_gpu_bytes(&hw), 2ull << 30);
+    const double cross = 2 + 1024 / 500.0;
+    seam_prediction pr[2];
+    for (int cards = 1; cards <= 2; cards++) {
+        const seam_plan_request req = {.gpu_layers = 2, .head = DEV_GPU, .n_ctx = 100,
+                                       .gpu_budget = (uint64_t)cards << 30};
+        cr_assert_eq(hw_cards_for_budget(&hw, req.gpu_budget), cards);
+        seam_plan p;
+        seam_error e = {{0}};
+        cr_assert_eq(plan_make(&p, &counted, &req, &e), 0, "%s", e.msg);
+        cr_assert_eq(predict_token(&counted, &p, &hw, 1, 100, &pr[cards - 1], &e), 0, "%s", e.msg);
+    }
+    NEAR(pr[0].part_us[PART_CROSSING], 2 * cross);  // H2D in, the logits out
+    NEAR(pr[1].part_us[PART_CROSSING], 4 * cross);  // and layer 1's card: out of the first, into the second
+    NEAR(pr[1].token_us - pr[0].token_us, 2 * cross);
+    model_free(&counted);
+}
+
 static hw_profile parsed(const char *text) {
     hw_profile hw;
     seam_error e = {{0}};

@@ -116,29 +116,24 @@ static int fit_for(const options *o, const seam_model *m, const seam_plan_reques
     return 0;
 }
 
-// The cards a prediction plans on, as a line for its report: a budget that
-// one card of a profile of several holds (--gpu-mem, or the one device a run
-// has) is one card, every GPU layer on it and no crossing from card to card;
-// otherwise all the profile's cards, the GPU layers split between them.
-static void plan_cards(hw_profile *hw, uint64_t budget, char *line, size_t len) {
+// The cards a prediction plans on (hw_cards_for_budget), as a line for its
+// report.
+static void plan_cards(const hw_profile *hw, uint64_t budget, char *line, size_t len) {
     line[0] = 0;
     if (!hw->has_gpu) return;
     const int cards = hw->set[HW_GPU_COUNT] ? (int)hw->v[HW_GPU_COUNT] : 1;
     const double card_gib = hw->v[HW_GPU_MEM_GIB];
-    if (cards > 1 && budget <= (uint64_t)(card_gib * 1073741824.0)) {
-        hw->v[HW_GPU_COUNT] = 1;
+    if (hw_cards_for_budget(hw, budget) < cards)
         snprintf(line, len, "  GPU: one card of the profile's %d (%g GiB each): the budget, %.2f GiB, is one card's\n",
                  cards, card_gib, budget / 1073741824.0);
-    } else {
+    else
         snprintf(line, len, "  GPU: %d card%s of %g GiB%s, a budget of %.2f GiB\n", cards, cards > 1 ? "s" : "",
                  card_gib, cards > 1 ? ", the GPU layers split between them" : "", budget / 1073741824.0);
-    }
 }
 
 // The GPU budget a prediction plans for: --gpu-mem, or the profile's cards.
-static uint64_t profile_budget(const options *o, const hw_profile *hw) {
-    const double cards = hw->set[HW_GPU_COUNT] ? hw->v[HW_GPU_COUNT] : 1;
-    return o->gpu_mem ? o->gpu_mem : hw->has_gpu ? (uint64_t)(cards * hw->v[HW_GPU_MEM_GIB] * 1073741824.0) : 0;
+static uint64_t prediction_budget(const options *o, const hw_profile *hw) {
+    return o->gpu_mem ? o->gpu_mem : hw_gpu_bytes(hw);
 }
 
 // -ngl auto: the placement --fit's rule chooses on --hw's profile, its
@@ -544,32 +539,50 @@ static int cmd_tokenize(const options *o) {
 
 // ---------------------------------------------------------------- plan
 
+// A prediction's two outputs: --json's file (stdout for "-", where the table
+// moves to stderr, so that stdout is the JSON alone) and the table.
+typedef struct {
+    FILE *json, *table;
+    const char *path;
+} report_out;
+
+static int report_open(const options *o, report_out *r) {
+    *r = (report_out){.path = o->json_path, .table = stdout};
+    if (!o->json_path) return 0;
+    r->json = strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
+    if (!r->json) return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), -1;
+    if (r->json == stdout) r->table = stderr;
+    return 0;
+}
+
+// rc, or 1 when the JSON file did not write
+static int report_close(report_out *r, int rc) {
+    if (r->json && r->json != stdout && fclose(r->json)) return fprintf(stderr, "seam: writing %s failed\n", r->path), 1;
+    return rc;
+}
+
 // seam plan --fit: every placement that fits the profile's GPU, ranked; the
 // chosen one's plan and decomposition after it.
 static int plan_fit(const options *o, const seam_model *m, const char *label) {
     seam_error err = {{0}};
     hw_profile hw;
     fit_result fit;
+    report_out out;
     if (load_hw(o, m, &hw)) return 1;
     const int threads = o->threads_set ? o->n_threads : 0;
     seam_plan_request req = plan_request(o, m);
-    req.gpu_budget = profile_budget(o, &hw);
-    FILE *json = !o->json_path ? NULL : strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
-    if (o->json_path && !json) return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), 1;
-    FILE *table = json == stdout ? stderr : stdout;
+    req.gpu_budget = prediction_budget(o, &hw);
+    if (report_open(o, &out)) return 1;
     char cards[160];
     plan_cards(&hw, req.gpu_budget, cards, sizeof cards);
-    fprintf(table, "fit on '%s' (%s): %s, KV cache filled to %d positions\n%s", hw.name, hw.path, label, req.n_ctx,
+    fprintf(out.table, "fit on '%s' (%s): %s, KV cache filled to %d positions\n%s", hw.name, hw.path, label, req.n_ctx,
             cards);
-    if (fit_for(o, m, &req, &hw, threads, &fit)) {
-        if (json && json != stdout) fclose(json);
-        return 1;
-    }
-    fit_print(&fit, 10, table);
-    fflush(table);  // before the plan, on stderr
-    if (json) {
-        fit_write_json(&fit, json);
-        fprintf(json, "\n");
+    if (fit_for(o, m, &req, &hw, threads, &fit)) return report_close(&out, 1);
+    fit_print(&fit, 10, out.table);
+    fflush(out.table);  // before the plan, on stderr
+    if (out.json) {
+        fit_write_json(&fit, out.json);
+        fprintf(out.json, "\n");
     }
     seam_plan p;
     seam_prediction pr;
@@ -577,9 +590,8 @@ static int plan_fit(const options *o, const seam_model *m, const char *label) {
     fit_free(&fit);
     int rc = plan_make(&p, m, &req, &err) || predict_token(m, &p, &hw, threads, req.n_ctx, &pr, &err);
     if (rc) fprintf(stderr, "seam: %s\n", err.msg);
-    if (!rc) plan_print(&p, stderr), predict_print_header(table), predict_print(&pr, table);
-    if (json && json != stdout && fclose(json)) return fprintf(stderr, "seam: writing %s failed\n", o->json_path), 1;
-    return rc;
+    if (!rc) plan_print(&p, stderr), predict_print_header(out.table), predict_print(&pr, out.table);
+    return report_close(&out, rc);
 }
 
 // The plan of each -ngl value for the profile's GPU, and the predicted
@@ -590,19 +602,19 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
     const int threads = o->threads_set ? o->n_threads : 0;
     if (load_hw(o, m, &hw)) return 1;
     seam_plan_request req = plan_request(o, m);
-    req.gpu_budget = profile_budget(o, &hw);
+    req.gpu_budget = prediction_budget(o, &hw);
     req.head_apart = true;  // --head gpu with layers on the CPU: llama.cpp's placement, predicted
     char cards[160];
     plan_cards(&hw, req.gpu_budget, cards, sizeof cards);
-    FILE *json = !o->json_path ? NULL : strcmp(o->json_path, "-") ? fopen(o->json_path, "w") : stdout;
-    if (o->json_path && !json) return fprintf(stderr, "seam: cannot create %s: %s\n", o->json_path, strerror(errno)), 1;
+    report_out out;
+    if (report_open(o, &out)) return 1;
+    FILE *json = out.json, *table = out.table;
     if (json) {
         fprintf(json, "{\"model\": \"%s\", \"hw\": \"%s\", \"profile\": ", label, hw.name);
         hw_write_json(&hw, json);
         fprintf(json, ", \"n_ctx\": %d, \"head\": \"%s\", \"predictions\": [", req.n_ctx,
                 o->head < 0 ? "auto" : o->head == DEV_CPU ? "cpu" : "gpu");
     }
-    FILE *table = json == stdout ? stderr : stdout;  // --json -: the JSON alone on stdout
     fprintf(table, "prediction on '%s' (%s): %s, KV cache filled to %d positions\n%s", hw.name, hw.path, label,
             req.n_ctx, cards);
     predict_print_header(table);
@@ -624,8 +636,7 @@ static int plan_predict(const options *o, const seam_model *m, const char *label
         if (json) fprintf(json, "%s\n  ", written++ ? "," : ""), predict_write_json(&pr, json);
     }
     if (json) fprintf(json, "\n]}\n");
-    if (json && json != stdout && fclose(json)) return fprintf(stderr, "seam: writing %s failed\n", o->json_path), 1;
-    return rc;
+    return report_close(&out, rc);
 }
 
 static int cmd_plan(const options *o) {

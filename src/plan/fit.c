@@ -22,7 +22,10 @@ static int faster_first(const void *pa, const void *pb) {
     if (a->gpu_layers != b->gpu_layers) return b->gpu_layers - a->gpu_layers;
     if (a->n_cpu_moe != b->n_cpu_moe) return a->n_cpu_moe - b->n_cpu_moe;
     if (a->head != b->head) return (int)a->head - (int)b->head;
-    return (int)a->overflow - (int)b->overflow;
+    if (a->overflow != b->overflow) return (int)a->overflow - (int)b->overflow;
+    // (--fit-cache) the wider cache first: a total order, so that qsort, not stable, ranks alike everywhere
+    if (a->cache.k != b->cache.k) return (int)a->cache.k - (int)b->cache.k;
+    return (int)a->cache.v - (int)b->cache.v;
 }
 
 static bool same_cache(seam_kv_config a, seam_kv_config b) { return a.k == b.k && a.v == b.v; }

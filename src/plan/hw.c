@@ -325,3 +325,14 @@ void hw_write_json(const hw_profile *hw, FILE *out) {
     write_values(hw, true, out);
     fprintf(out, "}");
 }
+
+uint64_t hw_gpu_bytes(const hw_profile *hw) {
+    if (!hw->has_gpu) return 0;
+    const double cards = hw->set[HW_GPU_COUNT] ? hw->v[HW_GPU_COUNT] : 1;
+    return (uint64_t)(cards * hw->v[HW_GPU_MEM_GIB] * 1073741824.0);
+}
+
+int hw_cards_for_budget(const hw_profile *hw, uint64_t budget) {
+    const int cards = hw->set[HW_GPU_COUNT] ? (int)hw->v[HW_GPU_COUNT] : 1;
+    return cards > 1 && budget <= (uint64_t)(hw->v[HW_GPU_MEM_GIB] * 1073741824.0) ? 1 : cards;
+}

@@ -96,6 +96,15 @@ int hw_load(hw_profile *hw, const char *name_or_path, seam_error *e);
 // jobs of 4 queries). Takes a few seconds.
 int hw_measure_cpu(hw_profile *hw, int n_threads, const seam_config *shape, seam_error *e);
 
+// The GPU memory of all the profile's cards, bytes (0 without GPU figures).
+uint64_t hw_gpu_bytes(const hw_profile *hw);
+
+// The cards a plan with this GPU budget spreads its layers over: one where
+// a single card of the profile holds the budget (--gpu-mem, or the one device
+// a run has), every GPU layer on it and no crossing from card to card; all
+// the profile's cards otherwise.
+int hw_cards_for_budget(const hw_profile *hw, uint64_t budget);
+
 // The profile as `key = value  # source` lines (a file hw_parse reads back).
 void hw_write(const hw_profile *hw, FILE *out);
 // Its values as one JSON object, {"cpu_read_gbs": 20.5, "cpu_dot_gbs.Q4_K": 22, ...}

@@ -265,7 +265,7 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
     // experts kept on the CPU (--n-cpu-moe) cross to it and back
     if (uses_gpu) step(pr, LANE_CPU, PART_LAUNCH, 0, hw->v[HW_LAUNCH_US], "launch the GPU segment", 0, 0);
     if (computed > 0) step(pr, LANE_BUS, PART_CROSSING, hidden, crossing_us(&x, hidden), "H2D hidden state", 0, 0);
-    const int cards = (int)hw_get(hw, HW_GPU_COUNT, 1);
+    const int cards = hw_cards_for_budget(hw, p->budget[DEV_GPU]);
     run res = {-1, -1, 0, 0}, cpu_exp = {-1, -1, 0, 0};
     double stream_copy = 0, stream_compute = 0;
     uint64_t stream_bytes = 0;
