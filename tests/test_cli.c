@@ -201,7 +201,7 @@ Test(cli, bad_commands_and_options, .timeout = 120) {
     expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "--frobnicate"), "--frobnicate");
     expect_failure(ARGS("run", "-p", "hi"), "-m");
     expect_failure(ARGS("run", "-m", MODEL), "prompt");
-    expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "--tokens", "1"), "not both");
+    expect_failure(ARGS("run", "-m", MODEL, "-p", "hi", "--tokens", "1"), "one of them");
     expect_failure(ARGS("inspect"), NULL);
     expect_failure(ARGS("tokenize", "-m", MODEL), NULL);
     expect_failure(ARGS("logits", "-m", MODEL, "-p", "hi"), "-o");
@@ -380,8 +380,9 @@ Test(cli, mistakes_are_said_before_the_work, .timeout = 120) {
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2 && strstr(r.err, "/nonexistent.gguf"), "%s", r.err);
     cr_assert(!r.out[0], "bench timed the first model before refusing the second:\n%s", r.out);
     result_free(&r);
+    // a bad id is the command line's mistake too: status 2, as every usage error
     r = run(ARGS("run", "-m", MODEL, "--tokens", "1,99999", "-n", "2"));
-    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0 && strstr(r.err, "not a token id"), "%s", r.err);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2 && strstr(r.err, "not a token id"), "%s", r.err);
     cr_assert(!strstr(r.err, "plan:"), "the plan came before the bad id:\n%s", r.err);
     result_free(&r);
     r = run(ARGS("run", "-m", MODEL, "--tokens", "1,2", "-n", "2", "--top-k", "5", "--n-cpu-moe", "1"));
@@ -393,6 +394,66 @@ Test(cli, mistakes_are_said_before_the_work, .timeout = 120) {
     int major, minor;
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && sscanf(r.out, "seam %d.%d", &major, &minor) == 2,
               "--version said:\n%s%s", r.out, r.err);
+    result_free(&r);
+}
+
+// Each command's --help is its own: its usage line and the flags it takes,
+// not another's; a flag given to a command that does nothing with it is
+// refused (status 2) naming the commands it is for. Every flag of the
+// general --help is some command's.
+Test(cli, each_command_has_its_own_help, .timeout = 60) {
+    static const struct {
+        const char *command, *has, *lacks;
+    } cases[] = {{"run", "--timeline", "--shape"}, {"chat", "--n-predict", "--tokens"},
+                 {"plan", "--fit", "--temp"},      {"logits", "--output", "--seed"},
+                 {"tokenize", "--file", "--gpu-layers"}, {"inspect", "--help", "--threads"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        result r = run(ARGS(cases[i].command, "--help"));
+        char usage[64];
+        snprintf(usage, sizeof usage, "usage: seam %s", cases[i].command);
+        cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && strstr(r.out, usage), "%s --help:\n%s%s",
+                  cases[i].command, r.out, r.err);
+        cr_expect(strstr(r.out, cases[i].has), "seam %s --help lacks %s:\n%s", cases[i].command, cases[i].has, r.out);
+        cr_expect(!strstr(r.out, cases[i].lacks), "seam %s --help lists %s:\n%s", cases[i].command, cases[i].lacks,
+                  r.out);
+        result_free(&r);
+    }
+    result r = run(ARGS("chat", "-m", MODEL, "--timeline", "t.json"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2 && strstr(r.err, "--timeline does nothing here") &&
+                  strstr(r.err, "for run"), "%s", r.err);
+    result_free(&r);
+    r = run(ARGS("help", "bench"));  // bench has its own parser and help: the general one names it
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && strstr(r.out, "seam bench --help"), "%s", r.out);
+    result_free(&r);
+}
+
+// -f FILE is -p with the file's text (one trailing newline dropped), for
+// run, logits and tokenize; a missing file is a usage error. -q leaves
+// stderr to errors: the generated ids alone come out.
+Test(cli, a_prompt_from_a_file_and_a_quiet_run, .timeout = 60) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", test_path("prompt.txt"));
+    const char *text = "Hello world\n";
+    cr_assert_eq(test_write_file(path, text, strlen(text)), 0);
+    const char *model = tiny_model();
+    result by_flag = run(ARGS("tokenize", "-m", model, "-p", "Hello world"));
+    result by_file = run(ARGS("tokenize", "-m", model, "-f", path));
+    cr_assert(WIFEXITED(by_file.status) && WEXITSTATUS(by_file.status) == 0, "%s", by_file.err);
+    cr_assert_str_eq(by_file.out, by_flag.out);
+    result_free(&by_flag);
+    result_free(&by_file);
+    result r = run(ARGS("run", "-m", model, "-f", "/nonexistent/prompt.txt"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2 && strstr(r.err, "/nonexistent/prompt.txt"), "%s",
+              r.err);
+    result_free(&r);
+    r = run(ARGS("run", "-m", model, "-f", path, "-p", "hi"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2 && strstr(r.err, "one of them"), "%s", r.err);
+    result_free(&r);
+    r = run(ARGS("run", "-m", model, "-f", path, "-n", "3", "--ids", "-q"));
+    int ids[3];
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s", r.err);
+    cr_assert(sscanf(r.out, "%d %d %d", &ids[0], &ids[1], &ids[2]) == 3, "%s", r.out);
+    cr_assert(!r.err[0], "-q printed:\n%s", r.err);
     result_free(&r);
 }
 

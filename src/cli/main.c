@@ -1,9 +1,11 @@
 // main.c — the `seam` command line.
 //
-//   seam run -m FILE [-p TEXT | --tokens IDS] [-n N] ...   generate
-//   seam inspect FILE                                      metadata, tensors, bytes per token
+//   seam run -m FILE [-p TEXT | -f FILE | --tokens IDS] [-n N] ...   generate
+//   seam inspect FILE                                                metadata, tensors, bytes per token
 //
-// Stdout carries only the generated output; reports and progress go to stderr.
+// Stdout carries only the generated output; reports and progress go to
+// stderr (`info`), errors and warnings too. Exit status: 0 done, 1 the work
+// failed, 2 the command line is wrong (nothing was run).
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,6 +32,14 @@
 #include "text/sampler.h"
 #include "text/tokenizer.h"
 
+// Where the load, the plan, the memory and the timing report go: stderr, or
+// nowhere under -q (set once, in main, before any command runs).
+static FILE *info;
+
+// A step's failure: the work's (status 1) or the command line's (status 2).
+enum { FAILED = -1, MISUSED = -2 };
+static int exit_status(int rc) { return rc == MISUSED ? 2 : rc ? 1 : 0; }
+
 // "1,2,3" -> ids; every id checked against the vocabulary.
 static int parse_token_list(const char *s, int n_vocab, int **ids, int *n) {
     int cap = 16, count = 0;
@@ -42,7 +52,7 @@ static int parse_token_list(const char *s, int n_vocab, int **ids, int *n) {
         if (end == p || errno || x < 0 || x >= n_vocab) {
             fprintf(stderr, "seam: --tokens: '%s' is not a token id in 0..%d\n", p, n_vocab - 1);
             free(out);
-            return -1;
+            return MISUSED;
         }
         if (count == cap) {
             int *grown = realloc(out, (size_t)(cap *= 2) * sizeof *out);
@@ -59,13 +69,14 @@ static int parse_token_list(const char *s, int n_vocab, int **ids, int *n) {
         else if (*p) {
             fprintf(stderr, "seam: --tokens wants comma-separated ids (at '%s')\n", p);
             free(out);
-            return -1;
+            return MISUSED;
         }
     }
-    if (!out || count == 0) {
+    if (!out) return fprintf(stderr, "seam: --tokens: out of memory\n"), FAILED;
+    if (count == 0) {
         fprintf(stderr, "seam: --tokens is empty\n");
         free(out);
-        return -1;
+        return MISUSED;
     }
     *ids = out;
     *n = count;
@@ -90,10 +101,10 @@ static seam_plan_request plan_request(const options *o, const seam_model *m) {
 static int load_hw(const options *o, const seam_model *m, hw_profile *hw) {
     seam_error err = {{0}};
     if (!strcmp(o->hw, "this")) {
-        fprintf(stderr, "seam: measuring this machine (memory probe, kernels)...\n");
+        fprintf(info, "seam: measuring this machine (memory probe, kernels)...\n");
         if (hw_measure_cpu(hw, o->n_threads, &m->cfg, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
-        fprintf(stderr, "# profile 'this', measured now:\n");
-        hw_write(hw, stderr);
+        fprintf(info, "# profile 'this', measured now:\n");
+        hw_write(hw, info);
         return 0;
     }
     return hw_load(hw, o->hw, &err) ? fprintf(stderr, "seam: %s\n", err.msg), -1 : 0;
@@ -144,9 +155,9 @@ static int fit_auto(const options *o, const seam_model *m, seam_plan_request *re
     if (load_hw(o, m, &hw)) return -1;
     char cards[160];
     plan_cards(&hw, req->gpu_budget, cards, sizeof cards);
-    fprintf(stderr, "-ngl auto on '%s' (%s):\n%s", hw.name, hw.path, cards);
+    fprintf(info, "-ngl auto on '%s' (%s):\n%s", hw.name, hw.path, cards);
     if (fit_for(o, m, req, &hw, o->n_threads, &fit)) return -1;
-    fit_print(&fit, 5, stderr);
+    fit_print(&fit, 5, info);
     *req = fit_request(&fit, req);
     fit_free(&fit);
     return 0;
@@ -162,19 +173,20 @@ static int make_plan(const options *o, const seam_model *m, bool will_run, seam_
             return fprintf(stderr, "seam: --gpu-mem plans for a GPU, but running on one needs a CUDA device\n"), -1;
         req.gpu_budget = o->gpu_mem;
     }
-    if (o->fit && !o->hw) return fprintf(stderr, "seam: --fit ranks placements by predicted speed: add --hw PROFILE\n"), -1;
+    if (o->fit && !o->hw)
+        return fprintf(stderr, "seam: --fit ranks placements by predicted speed: add --hw PROFILE\n"), MISUSED;
     if (o->gpu_layers == -1 && req.gpu_budget == 0)
-        fprintf(stderr, "seam: no CUDA device: --gpu-layers auto runs every layer on the CPU\n");
+        fprintf(info, "seam: no CUDA device: --gpu-layers auto runs every layer on the CPU\n");
     else if (o->gpu_layers == -1 && o->hw && fit_auto(o, m, &req))
         return -1;
     else if (o->gpu_layers == -1 && !o->hw)
-        fprintf(stderr, "seam: -ngl auto: the most layers that fit; with --hw PROFILE, the placement predicted fastest\n");
+        fprintf(info, "seam: -ngl auto: the most layers that fit; with --hw PROFILE, the placement predicted fastest\n");
     if (plan_make(p, m, &req, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
-    plan_print(p, stderr);
+    plan_print(p, info);
     bool emulated;
     const char *gpu = gpu_device_name(&emulated);
     if (gpu && (plan_gpu_computed_layers(p) > 0 || p->head == DEV_GPU))
-        fprintf(stderr, "  GPU: %s%s\n", gpu,
+        fprintf(info, "  GPU: %s%s\n", gpu,
                 emulated ? ": an emulated device, its times are CPU times, not GPU times" : "");
     return 0;
 }
@@ -186,7 +198,7 @@ static void gpu_notes(const seam_engine *eng) {
     bool emulated;
     const char *gpu = gpu_device_name(&emulated);
     if (emulated)
-        fprintf(stderr, "seam: the GPU above is %s: its times are CPU times, not GPU times\n", gpu);
+        fprintf(info, "seam: the GPU above is %s: its times are CPU times, not GPU times\n", gpu);
     const char *why = gpu_segment_graph_failure(eng->gpu);
     if (why) fprintf(stderr, "seam: the CUDA graph could not be captured, so the GPU layers ran op by op: %s\n", why);
 }
@@ -213,26 +225,25 @@ static void session_close(session *s) {
     model_free(&s->model);
 }
 
-// The prompt from -p (tokenised as llama.cpp's tools do: BOS where the file
-// asks for it, control-token text recognised) or from --tokens.
+// The prompt from -p or -f (tokenised as llama.cpp's tools do: BOS where the
+// file asks for it, control-token text recognised) or from --tokens.
 static int session_prompt(session *s, const options *o) {
-    if (o->tokens && o->prompt) return fprintf(stderr, "seam: give -p or --tokens, not both\n"), -1;
     if (o->tokens) return parse_token_list(o->tokens, s->model.cfg.n_vocab, &s->prompt, &s->n_prompt);
-    if (!s->tok) return fprintf(stderr, "seam: this file's vocabulary could not be read; use --tokens\n"), -1;
+    if (!s->tok) return fprintf(stderr, "seam: this file's vocabulary could not be read; use --tokens\n"), MISUSED;
     seam_error err = {{0}};
     int32_t *ids;
     int n;
     if (tokenizer_encode(s->tok, o->prompt, strlen(o->prompt), true, true, &ids, &n, &err))
-        return fprintf(stderr, "seam: %s\n", err.msg), -1;
+        return fprintf(stderr, "seam: %s\n", err.msg), FAILED;
     if (n == 0) {
         free(ids);
-        return fprintf(stderr, "seam: the prompt is empty\n"), -1;
+        return fprintf(stderr, "seam: the prompt is empty\n"), MISUSED;
     }
     s->prompt = malloc((size_t)n * sizeof *s->prompt);
     for (int i = 0; s->prompt && i < n; i++) s->prompt[i] = ids[i];
     free(ids);
     s->n_prompt = n;
-    if (!s->prompt) return fprintf(stderr, "seam: out of memory for %d prompt tokens\n", n), -1;
+    if (!s->prompt) return fprintf(stderr, "seam: out of memory for %d prompt tokens\n", n), FAILED;
     return 0;
 }
 
@@ -240,18 +251,19 @@ static int session_prompt(session *s, const options *o) {
 static void session_memory(const session *s, const char *when) {
     seam_memstat now;
     memstat_read(&now, &s->model.file);
-    memstat_report(stderr, when, &s->base, &now, &s->pred);
+    memstat_report(info, when, &s->base, &now, &s->pred);
 }
 
 static int session_open(session *s, const options *o, int n_extra) {
     memset(s, 0, sizeof *s);
-    if (!o->model_path) return fprintf(stderr, "seam: -m FILE is required\n"), -1;
-    if (!o->tokens && !o->prompt) return fprintf(stderr, "seam: give a prompt with -p TEXT or --tokens IDS\n"), -1;
+    if (!o->model_path) return fprintf(stderr, "seam: -m FILE is required\n"), MISUSED;
+    if (!o->tokens && !o->prompt)
+        return fprintf(stderr, "seam: give a prompt with -p TEXT, -f FILE or --tokens IDS\n"), MISUSED;
     seam_error err = {{0}};
     double t0 = seam_now();
-    if (model_load(&s->model, o->model_path, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
+    if (model_load(&s->model, o->model_path, &err)) return fprintf(stderr, "seam: %s\n", err.msg), FAILED;
     const seam_config *c = &s->model.cfg;
-    fprintf(stderr, "seam: loaded %s (%s, %d layers, n_embd %d, vocab %d) in %.2f s\n", o->model_path,
+    fprintf(info, "seam: loaded %s (%s, %d layers, n_embd %d, vocab %d) in %.2f s\n", o->model_path,
             c->arch_name, c->n_layers, c->n_embd, c->n_vocab, seam_now() - t0);
     if (tokenizer_load(&s->tok, &s->model.file, &err)) {
         fprintf(stderr, "seam: no text: %s\n", err.msg);
@@ -259,16 +271,18 @@ static int session_open(session *s, const options *o, int n_extra) {
     }
     // the prompt before the work: a bad id or text is reported before the
     // weights are read in and the plan is made
-    if (session_prompt(s, o)) {
+    const int prompt = session_prompt(s, o);
+    if (prompt) {
         session_close(s);
-        return -1;
+        return prompt;
     }
     memstat_read(&s->base, NULL);
     gguf_prefetch(&s->model.file);
     seam_plan plan;
-    if (make_plan(o, &s->model, true, &plan)) {
+    const int planned = make_plan(o, &s->model, true, &plan);
+    if (planned) {
         session_close(s);
-        return -1;
+        return planned;
     }
     if (!s->model.cfg.n_expert && (o->n_cpu_moe || o->cpu_moe))
         fprintf(stderr, "seam: %s does nothing here: this model has no experts\n",
@@ -277,7 +291,7 @@ static int session_open(session *s, const options *o, int n_extra) {
         fprintf(stderr, "seam: prompt (%d) + generated (%d) tokens exceed the context of %d; raise -c\n",
                 s->n_prompt, n_extra, plan.n_ctx);
         session_close(s);
-        return -1;
+        return MISUSED;
     }
     if (engine_init_kv(&s->eng, &s->model, plan.n_ctx, plan.cache, &err) || engine_set_threads(&s->eng, o->n_threads, &err) ||
         engine_place(&s->eng, &plan, !o->no_graph, &err)) {
@@ -327,7 +341,8 @@ static int generate(session *s, seam_sampler *sampler, float *logits, int *pos, 
 
 static int cmd_run(const options *o) {
     session ss;
-    if (session_open(&ss, o, o->n_predict)) return 1;
+    const int opened = session_open(&ss, o, o->n_predict);
+    if (opened) return exit_status(opened);
     seam_error err = {{0}};
     seam_sampler sampler = {0};
     int rc = 1;
@@ -354,23 +369,23 @@ static int cmd_run(const options *o) {
     t_decode = seam_now() - t_decode;
     const double gb = (double)model_bytes_per_token(&ss.model) / 1e9;
     const int n_decoded = pos - ss.n_prompt;
-    fprintf(stderr, "seam: prefill %d tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s (%.1f tok/s, %.1f GB/s of weights)\n",
+    fprintf(info, "seam: prefill %d tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s (%.1f tok/s, %.1f GB/s of weights)\n",
             ss.n_prompt, t_prefill, ss.n_prompt / t_prefill, n_generated, t_decode, n_decoded / t_decode,
             gb * n_decoded / t_decode);
     if (meter && n_decoded > 0) {
         bool emulated;
         gpu_device_name(&emulated);
-        fprintf(stderr, "seam: GPU energy over the decode of %d tokens: %.1f W, %.3f J/token, the GPU busy %.0f%% of the "
+        fprintf(info, "seam: GPU energy over the decode of %d tokens: %.1f W, %.3f J/token, the GPU busy %.0f%% of the "
                 "time (NVML%s; the CPU's energy is not counted)\n", n_decoded, power.watts, power.joules / n_decoded,
                 100 * power.busy,
                 emulated ? ", the emulated board's power model" : power.counter ? ", energy counter" : ", power samples");
     } else if (ss.eng.gpu) {
-        fprintf(stderr, "seam: GPU energy not measured: %s\n", no_meter);
+        fprintf(info, "seam: GPU energy not measured: %s\n", no_meter);
     }
     char filled[64];
     snprintf(filled, sizeof filled, "filling %d of %d positions", pos, ss.eng.n_ctx);
     session_memory(&ss, filled);
-    timeline_report(&ss.eng.timeline, stderr);
+    timeline_report(&ss.eng.timeline, info);
     // --hw: the speed model's time of each layer beside the measured one, at the last decoded position
     seam_prediction pr;
     hw_profile hw;
@@ -379,7 +394,7 @@ static int cmd_run(const options *o) {
         if (predict_token(&ss.model, &ss.plan, &hw, o->n_threads, pos, &pr, &err)) goto fail;
         ss.eng.timeline.predicted_us = pr.layer_us;
     }
-    if (o->time_layers) timeline_layer_report(&ss.eng.timeline, 0, ss.model.cfg.n_layers, stderr);
+    if (o->time_layers) timeline_layer_report(&ss.eng.timeline, 0, ss.model.cfg.n_layers, info);
     gpu_notes(&ss.eng);
     if (o->timeline_path && timeline_write_json(&ss.eng.timeline, o->timeline_path, &err)) goto fail;
     rc = 0;
@@ -426,7 +441,7 @@ static int cmd_chat(const options *o) {
         if (err.msg[0]) fprintf(stderr, "seam: %s\n", err.msg);  // make_plan has spoken for itself
         goto done;
     }
-    fprintf(stderr, "seam: chat with %s; one line per turn, end with Ctrl-D\n", o->model_path);
+    fprintf(info, "seam: chat with %s; one line per turn, end with Ctrl-D\n", o->model_path);
     int pos = 0;
     float *logits = NULL;
     char line[8192];
@@ -454,7 +469,7 @@ static int cmd_chat(const options *o) {
         const int pos_before = pos;
         const double t1 = seam_now();
         if (generate(&ss, &sampler, logits, &pos, o->n_predict, false, &err) < 0) goto fail;
-        fprintf(stderr, "seam: turn %d: prefilled %d new tokens in %.2f s (cache held %d before), generated %d in %.2f s\n",
+        fprintf(info, "seam: turn %d: prefilled %d new tokens in %.2f s (cache held %d before), generated %d in %.2f s\n",
                 turn, n_ids, t_prefill, pos_before - n_ids, pos - pos_before, seam_now() - t1);
         // close the model's turn in the cache, so the next turn follows it
         if (tokenizer_encode(ss.tok, tpl->turn_end, strlen(tpl->turn_end), false, true, &ids, &n_ids, &err)) goto fail;
@@ -479,7 +494,8 @@ done:
 static int cmd_logits(const options *o) {
     if (!o->out_path) return fprintf(stderr, "seam logits: -o OUT.f32 is required\n"), 2;
     session ss;
-    if (session_open(&ss, o, 0)) return 1;
+    const int opened = session_open(&ss, o, 0);
+    if (opened) return exit_status(opened);
     seam_error err = {{0}};
     int rc = 1;
     FILE *out = fopen(o->out_path, "wb");
@@ -499,7 +515,7 @@ static int cmd_logits(const options *o) {
         }
     }
     rc = 0;
-    fprintf(stderr, "seam: wrote %d x %d logits to %s\n", ss.n_prompt, ss.model.cfg.n_vocab, o->out_path);
+    fprintf(info, "seam: wrote %d x %d logits to %s\n", ss.n_prompt, ss.model.cfg.n_vocab, o->out_path);
 done:
     if (out && fclose(out) && rc == 0) {
         fprintf(stderr, "seam: closing %s failed\n", o->out_path);
@@ -745,14 +761,55 @@ static int check_output(const char *flag, const char *path) {
     return 0;
 }
 
+// -f FILE's text as the prompt (llama.cpp's -f: one trailing newline
+// dropped); malloc'd into *text.
+static int read_prompt_file(const char *path, char **text) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return fprintf(stderr, "seam: -f %s: %s\n", path, strerror(errno)), MISUSED;
+    size_t cap = 4096, len = 0, got;
+    char *buf = malloc(cap);
+    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += got;
+        char *grown = len + 1 == cap ? realloc(buf, cap *= 2) : buf;
+        if (!grown) free(buf);
+        buf = grown;
+    }
+    const bool failed = ferror(f);
+    fclose(f);
+    if (!buf) return fprintf(stderr, "seam: -f %s: out of memory\n", path), FAILED;
+    if (failed) return free(buf), fprintf(stderr, "seam: -f %s: reading failed\n", path), FAILED;
+    if (len && buf[len - 1] == '\n') len--;
+    buf[len] = 0;
+    if (strlen(buf) != len) return free(buf), fprintf(stderr, "seam: -f %s holds a NUL byte: not a text\n", path), MISUSED;
+    *text = buf;
+    return 0;
+}
+
+static bool is_command(const char *cmd) {
+    static const char *const commands[] = {"run", "inspect", "logits", "tokenize", "chat", "plan"};
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(cmd, commands[i])) return true;
+    return false;
+}
+
+static int run_command(const char *cmd, const options *o) {
+    if (!strcmp(cmd, "run")) return cmd_run(o);
+    if (!strcmp(cmd, "inspect")) return cmd_inspect(o);
+    if (!strcmp(cmd, "logits")) return cmd_logits(o);
+    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(o);
+    if (!strcmp(cmd, "chat")) return cmd_chat(o);
+    return cmd_plan(o);
+}
+
 int main(int argc, char **argv) {
+    info = stderr;
     if (argc < 2) {
-        options_usage(stderr);
+        options_usage(stderr, NULL);
         return 2;
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-        options_usage(stdout);
+        options_usage(stdout, argc > 2 ? argv[2] : NULL);  // seam help run: run's
         return 0;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
@@ -760,13 +817,15 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
+    if (!is_command(cmd)) return fprintf(stderr, "seam: unknown command '%s' (see seam --help)\n", cmd), 2;
     options o;
-    if (options_parse(argc - 2, argv + 2, &o)) return 2;
+    if (options_parse(argc - 2, argv + 2, cmd, &o)) return 2;
+    if (o.help) return options_usage(stdout, cmd), 0;
     const bool takes_file = !strcmp(cmd, "inspect") || !strcmp(cmd, "tokenize") || !strcmp(cmd, "plan");
     const bool runs = !strcmp(cmd, "run") || !strcmp(cmd, "chat");
     const bool hw_here = !strcmp(cmd, "plan") || (runs && o.gpu_layers == -1) || (!strcmp(cmd, "run") && o.time_layers);
-    if ((o.n_ngl > 1 || o.n_cpu_moe_list > 1 || o.shape_path || o.json_path) && strcmp(cmd, "plan")) {
-        fprintf(stderr, "seam %s: a list of -ngl or --n-cpu-moe values, --shape and --json are seam plan's\n", cmd);
+    if ((o.n_ngl > 1 || o.n_cpu_moe_list > 1) && strcmp(cmd, "plan")) {
+        fprintf(stderr, "seam %s: a list of -ngl or --n-cpu-moe values is seam plan's (with --hw)\n", cmd);
         return 2;
     }
     if (o.hw && !hw_here) {
@@ -781,15 +840,21 @@ int main(int argc, char **argv) {
         fprintf(stderr, "seam: %s does nothing with --temp 0: greedy takes the most likely token\n",
                 o.top_k ? "--top-k" : "--top-p");
     if (o.positional && !takes_file) {
-        fprintf(stderr, "seam %s: unexpected argument '%s' (see seam --help)\n", cmd, o.positional);
+        fprintf(stderr, "seam %s: unexpected argument '%s' (see seam %s --help)\n", cmd, o.positional, cmd);
         return 2;
     }
-    if (!strcmp(cmd, "run")) return cmd_run(&o);
-    if (!strcmp(cmd, "inspect")) return cmd_inspect(&o);
-    if (!strcmp(cmd, "logits")) return cmd_logits(&o);
-    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(&o);
-    if (!strcmp(cmd, "chat")) return cmd_chat(&o);
-    if (!strcmp(cmd, "plan")) return cmd_plan(&o);
-    fprintf(stderr, "seam: unknown command '%s' (see seam --help)\n", cmd);
-    return 2;
+    if (!!o.prompt + !!o.prompt_file + !!o.tokens > 1)
+        return fprintf(stderr, "seam %s: give -p, -f or --tokens, one of them\n", cmd), 2;
+    char *file_text = NULL;
+    if (o.prompt_file) {
+        const int read = read_prompt_file(o.prompt_file, &file_text);
+        if (read) return exit_status(read);
+        o.prompt = file_text;
+    }
+    if (o.quiet) info = fopen("/dev/null", "w");
+    if (!info) info = stderr;
+    const int rc = run_command(cmd, &o);
+    if (info != stderr) fclose(info);
+    free(file_text);
+    return rc;
 }

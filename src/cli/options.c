@@ -9,75 +9,162 @@
 
 #include "plan/fit.h"
 
-void options_usage(FILE *f) {
-    fprintf(f,
-            "usage: seam COMMAND [options]\n"
-            "\n"
-            "commands:\n"
-            "  run       generate from a prompt and report the time of each token\n"
-            "  inspect   print a GGUF file's metadata, tensors and bytes read per token\n"
-            "  logits    write the logits after every prompt token (float32 [n_tokens][n_vocab])\n"
-            "  plan      print where each layer goes and the memory each device needs\n"
-            "  chat      talk with the model, one line per turn (the cache keeps the conversation)\n"
-            "  tokenize  print the token ids of a text as the model sees it\n"
-            "  bench     prompt and generation speed, llama-bench style (seam bench --help)\n"
-            "\n"
-            "run options (default in brackets):\n"
-            "  -m, --model FILE        GGUF model to load (required)\n"
-            "  -p, --prompt TEXT       prompt text, tokenised with the model's vocabulary\n"
-            "      --tokens IDS        prompt as token ids, comma-separated (e.g. 1,2,3)\n"
-            "  -n, --n-predict N       tokens to generate [32]\n"
-            "  -c, --ctx-size N        context size in tokens: prompt + generated [512, or the model's\n"
-            "                          trained context when less]; at most that trained context\n"
-            "  -ctk, --cache-type-k T  the KV cache's key type: f16 or q8_0 [f16]\n"
-            "  -ctv, --cache-type-v T  the KV cache's value type: f16 or q8_0 [f16]; a q8_0 cache attends\n"
-            "                          as llama.cpp's flash attention does\n"
-            "      --swa-full          sliding-window layers keep every position, not a ring of their window\n"
-            "  -t, --threads N         CPU threads [all cores]\n"
-            "  -ngl, --gpu-layers N    layers 0..N-1 on the GPU [0]; past the model's layers (llama.cpp's 99)\n"
-            "                          = all of them; 'auto' = with --hw PROFILE the placement predicted fastest\n"
-            "                          that fits (seam plan --fit), without it as many layers as fit\n"
-            "      --fit speed|memory  what -ngl auto chooses by: the predicted speed (needs --hw) or the most\n"
-            "                          layers that fit [speed with --hw, else memory]\n"
-            "      --fit-cache         -ngl auto may choose the KV cache's types too (f16, q8_0) [-ctk, -ctv]\n"
-            "      --head cpu|gpu      where the output head runs [the device of the last layer]\n"
-            "      --overflow MODE     how the layers past -ngl run: cpu (on the CPU), mapped (on the GPU,\n"
-            "                          reading their weights over the bus), stream (on the GPU, each layer\n"
-            "                          copied in while earlier ones compute) [cpu]\n"
-            "      --no-graph          launch the GPU layers op by op instead of as one CUDA graph [graph]\n"
-            "      --gpu-prefill MODE  how a prompt's batches cross the GPU layers: tokens (one by one, as decode),\n"
-            "                          gemm (dequantise to f16, cuBLAS) or auto (gemm from %d tokens); only gemm\n"
-            "                          and auto hold the GEMM's GPU buffers [tokens]\n"
-            "      --cpu-moe           keep every layer's experts on the CPU (MoE models)\n"
-            "      --n-cpu-moe N       keep the experts of layers 0..N-1 on the CPU [0]\n"
-            "      --gpu-mem SIZE      plan for a GPU with SIZE bytes free (e.g. 12G) [the device's]\n"
-            "      --seed N            sampler seed [0: a fixed default]\n"
-            "      --temp T            temperature; 0 = greedy [0]\n"
-            "      --top-k K           keep the K most likely tokens; 0 = off [0]\n"
-            "      --top-p P           keep the smallest set with mass P; 1 = off [1]\n"
-            "      --timeline FILE     write every crossing and token record as JSON\n"
-            "      --layers            time every layer and print a table of them (and write them with --timeline) [off]\n"
-            "  -o, --output FILE       logits: the file the logits go to (required there)\n"
-            "      --ids               print generated token ids (space-separated, one line), not text\n"
-            "  -h, --help              this help (seam --version: the version)\n"
-            "\n"
-            "  seam inspect FILE\n"
-            "  seam logits -m FILE (--tokens IDS | -p TEXT) -o OUT.f32 [-c N] [-ctk T] [-ctv T]\n"
-            "  seam tokenize -m FILE TEXT\n"
-            "  seam plan -m FILE [-ngl N|auto] [-c N] [-ctk T] [-ctv T] [--swa-full] [--gpu-mem SIZE] [--head cpu|gpu]\n"
-            "            [--overflow MODE] [--n-cpu-moe N] [--gpu-prefill MODE]\n"
-            "\n"
-            "plan also predicts decode speed on a hardware profile (models/hw/*.hw, or 'this' = this CPU measured now):\n"
-            "  seam plan (-m FILE | --shape FILE.shape) -ngl LIST --hw PROFILE [-t N] [-c N] [--json FILE]\n"
-            "      --hw PROFILE        predict tok/s and where the time of a token goes, per -ngl value\n"
-            "      --shape FILE        the model of a shape file (models/*.shape), as seam-synth would write it\n"
-            "      --json FILE         the predictions as JSON ('-' = stdout)\n"
-            "  seam plan (-m FILE | --shape FILE.shape) --fit [speed|memory] --hw PROFILE [--gpu-mem SIZE] [--json FILE]\n"
-            "      --fit               every placement that fits (GPU layers, experts on the CPU, the head, the\n"
-            "                          overflow; what --head, --overflow, --n-cpu-moe fix stays), ranked by\n"
-            "                          predicted speed; the fastest chosen (memory: the most layers), its flags\n"
-            "  (-ngl takes a list there: 0,20,44,48 or 0-48+4; -c is the KV cache's fill; -t [the profile's threads])\n",
-            GPU_GEMM_MIN_BATCH);
+// The commands options_parse serves, a bit each: a flag's entry says which
+// take it, so that each command's --help lists its own flags and a flag
+// given to a command that does nothing with it is refused.
+enum {
+    CMD_RUN = 1 << 0, CMD_CHAT = 1 << 1, CMD_LOGITS = 1 << 2, CMD_PLAN = 1 << 3, CMD_TOKENIZE = 1 << 4,
+    CMD_INSPECT = 1 << 5,
+    RUNS = CMD_RUN | CMD_CHAT | CMD_LOGITS,  // the commands that place and run a model
+    PLACES = RUNS | CMD_PLAN,                // and the one that plans it
+    ALL = PLACES | CMD_TOKENIZE | CMD_INSPECT,
+};
+
+static const struct {
+    const char *name, *usage, *what;
+    unsigned bit;
+} COMMANDS[] = {
+    {"run", "seam run -m FILE (-p TEXT | -f FILE | --tokens IDS) [options]",
+     "generate from a prompt and report the time of each token", CMD_RUN},
+    {"chat", "seam chat -m FILE [options]",
+     "talk with the model, one line per turn (the cache keeps the conversation)", CMD_CHAT},
+    {"logits", "seam logits -m FILE (-p TEXT | -f FILE | --tokens IDS) -o OUT.f32 [options]",
+     "write the logits after every prompt token (float32 [n_tokens][n_vocab])", CMD_LOGITS},
+    {"plan", "seam plan (-m FILE | --shape FILE.shape) [options]",
+     "print where each layer goes and the memory each device needs; with --hw, the predicted speed", CMD_PLAN},
+    {"tokenize", "seam tokenize -m FILE (TEXT | -p TEXT | -f FILE)",
+     "print the token ids of a text as the model sees it", CMD_TOKENIZE},
+    {"inspect", "seam inspect FILE", "print a GGUF file's metadata, tensors and bytes read per token", CMD_INSPECT},
+};
+
+// A flag's help: its names (", " between them), its value, what it does (a
+// "\n" continues it on the next line), the commands that take it.
+static const struct {
+    const char *names, *value, *what;
+    unsigned commands;
+} FLAGS[] = {
+    {"-m, --model", "FILE", "GGUF model to load (required)", ALL},
+    {"-p, --prompt", "TEXT", "prompt text, tokenised with the model's vocabulary", CMD_RUN | CMD_LOGITS | CMD_TOKENIZE},
+    {"-f, --file", "FILE", "the prompt from a file (one trailing newline dropped, as llama.cpp's -f)",
+     CMD_RUN | CMD_LOGITS | CMD_TOKENIZE},
+    {"--tokens", "IDS", "prompt as token ids, comma-separated (e.g. 1,2,3)", CMD_RUN | CMD_LOGITS},
+    {"-n, --n-predict", "N", "tokens to generate (chat: per turn) [32]", CMD_RUN | CMD_CHAT},
+    {"-c, --ctx-size", "N", "context size in tokens: prompt + generated [512, or the model's\n"
+                            "trained context when less]; at most that trained context\n"
+                            "(plan --hw: the KV cache's fill a prediction decodes at)",
+     PLACES},
+    {"-ctk, --cache-type-k", "T", "the KV cache's key type: f16 or q8_0 [f16]", PLACES},
+    {"-ctv, --cache-type-v", "T", "the KV cache's value type: f16 or q8_0 [f16]; a q8_0 cache attends\n"
+                                  "as llama.cpp's flash attention does", PLACES},
+    {"--swa-full", NULL, "sliding-window layers keep every position, not a ring of their window", PLACES},
+    {"-t, --threads", "N", "CPU threads [all cores; plan --hw: the profile's]", PLACES},
+    {"-ngl, --gpu-layers", "N", "layers 0..N-1 on the GPU [0]; past the model's layers (llama.cpp's 99)\n"
+                                "= all of them; 'auto' = with --hw PROFILE the placement predicted fastest\n"
+                                "that fits (seam plan --fit), without it as many layers as fit\n"
+                                "(plan --hw: a list, 0,20,44,48 or 0-48+4)", PLACES},
+    {"--fit", "speed|memory", "what -ngl auto chooses by: the predicted speed (needs --hw) or the most\n"
+                              "layers that fit [speed with --hw, else memory]; plan --fit: every placement\n"
+                              "that fits, ranked, the chosen one's flags", CMD_RUN | CMD_CHAT | CMD_PLAN},
+    {"--fit-cache", NULL, "-ngl auto may choose the KV cache's types too (f16, q8_0) [-ctk, -ctv]",
+     CMD_RUN | CMD_CHAT | CMD_PLAN},
+    {"--head", "cpu|gpu", "where the output head runs [the device of the last layer]", PLACES},
+    {"--overflow", "MODE", "how the layers past -ngl run: cpu (on the CPU), mapped (on the GPU,\n"
+                           "reading their weights over the bus), stream (on the GPU, each layer\n"
+                           "copied in while earlier ones compute) [cpu]", PLACES},
+    {"--no-graph", NULL, "launch the GPU layers op by op instead of as one CUDA graph [graph]", RUNS},
+    {"--gpu-prefill", "MODE", "how a prompt's batches cross the GPU layers: tokens (one by one, as decode),\n"
+                              "gemm (dequantise to f16, cuBLAS) or auto (gemm from %d tokens); only gemm\n"
+                              "and auto hold the GEMM's GPU buffers [tokens]", PLACES},
+    {"--cpu-moe", NULL, "keep every layer's experts on the CPU (MoE models)", PLACES},
+    {"--n-cpu-moe", "N", "keep the experts of layers 0..N-1 on the CPU [0] (plan --hw: a list)", PLACES},
+    {"--gpu-mem", "SIZE", "plan for a GPU with SIZE bytes free (e.g. 12G) [the device's; plan --hw: the\n"
+                          "profile's cards]", PLACES},
+    {"--hw", "PROFILE", "a hardware profile (models/hw/*.hw, or 'this' = this CPU measured now): plan\n"
+                        "predicts tok/s and where a token's time goes; run and chat choose -ngl auto\n"
+                        "by it; run --layers sets each layer's predicted time beside the measured",
+     CMD_RUN | CMD_CHAT | CMD_PLAN},
+    {"--shape", "FILE", "the model of a shape file (models/*.shape), as seam-synth would write it", CMD_PLAN},
+    {"--json", "FILE", "the predictions (--hw) as JSON ('-' = stdout)", CMD_PLAN},
+    {"--seed", "N", "sampler seed [0: a fixed default]", CMD_RUN | CMD_CHAT},
+    {"--temp", "T", "temperature; 0 = greedy [0]", CMD_RUN | CMD_CHAT},
+    {"--top-k", "K", "keep the K most likely tokens; 0 = off [0]", CMD_RUN | CMD_CHAT},
+    {"--top-p", "P", "keep the smallest set with mass P; 1 = off [1]", CMD_RUN | CMD_CHAT},
+    {"--timeline", "FILE", "write every crossing and token record as JSON", CMD_RUN},
+    {"--layers", NULL, "time every layer and print a table of them (and write them with --timeline) [off]",
+     CMD_RUN},
+    {"-o, --output", "FILE", "the file the logits go to (required)", CMD_LOGITS},
+    {"--ids", NULL, "print generated token ids (space-separated, one line), not text", CMD_RUN},
+    {"-q, --quiet", NULL, "print only what the command makes (text, ids) and errors, not the load,\n"
+                          "the plan, the memory and the timing report [off]", RUNS},
+    {"-h, --help", NULL, "this help (seam --help: every command's flags; seam --version: the version)", ALL},
+};
+
+enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0], N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };
+
+// Whether `names` ("-m, --model") holds flag as one of its names.
+static bool names_hold(const char *names, const char *flag) {
+    const size_t len = strlen(flag);
+    for (const char *p = names; (p = strstr(p, flag)); p += len)
+        if ((p == names || p[-1] == ' ') && (p[len] == ',' || p[len] == 0)) return true;
+    return false;
+}
+
+static unsigned command_bit(const char *command) {
+    for (int i = 0; command && i < N_COMMANDS; i++)
+        if (!strcmp(COMMANDS[i].name, command)) return COMMANDS[i].bit;
+    return 0;
+}
+
+static void print_flag(FILE *f, int i) {
+    char left[48];
+    // a flag without a short name lines up its long one under the others'
+    snprintf(left, sizeof left, "%s%s%s%s", FLAGS[i].names[1] == '-' ? "    " : "", FLAGS[i].names,
+             FLAGS[i].value ? " " : "", FLAGS[i].value ? FLAGS[i].value : "");
+    fprintf(f, "  %-23s ", left);
+    if (strlen(left) > 23) fprintf(f, "\n  %-23s ", "");
+    for (const char *w = FLAGS[i].what; *w; w++) {
+        if (*w == '%') fprintf(f, "%d", GPU_GEMM_MIN_BATCH), w++;  // the one number a text takes
+        else if (*w == '\n') fprintf(f, "\n  %-23s ", "");
+        else fputc(*w, f);
+    }
+    fputc('\n', f);
+}
+
+void options_usage(FILE *f, const char *command) {
+    const unsigned bit = command_bit(command);
+    for (int i = 0; bit && i < N_COMMANDS; i++)
+        if (COMMANDS[i].bit == bit) fprintf(f, "usage: %s\n\n%s.\n\noptions (default in brackets):\n", COMMANDS[i].usage,
+                                            COMMANDS[i].what);
+    if (!bit) {
+        fprintf(f, "usage: seam COMMAND [options]   (seam COMMAND --help: that command's options)\n\ncommands:\n");
+        for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-9s %s\n", COMMANDS[i].name, COMMANDS[i].what);
+        fprintf(f, "  %-9s %s\n", "bench", "prompt and generation speed, llama-bench style (seam bench --help)");
+        fprintf(f, "\n");
+        for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %s\n", COMMANDS[i].usage);
+        fprintf(f, "\noptions (default in brackets; seam COMMAND --help lists a command's own):\n");
+    }
+    for (int i = 0; i < N_FLAGS; i++)
+        if (!bit || FLAGS[i].commands & bit) print_flag(f, i);
+}
+
+// The commands that take flag, or ALL for a flag the table does not know
+// (options_parse refuses it as unknown).
+static unsigned flag_commands(const char *flag) {
+    for (int i = 0; i < N_FLAGS; i++)
+        if (names_hold(FLAGS[i].names, flag)) return FLAGS[i].commands;
+    return ALL;
+}
+
+// "run, chat and plan"
+static void commands_of(unsigned commands, char *buf, size_t len) {
+    int n = 0, left = 0;
+    for (int i = 0; i < N_COMMANDS; i++) left += !!(commands & COMMANDS[i].bit);
+    buf[0] = 0;
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (commands & COMMANDS[i].bit) {
+            left--;
+            snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", n++ ? (left ? ", " : " and ") : "", COMMANDS[i].name);
+        }
 }
 
 static int parse_long(const char *flag, const char *v, long lo, long hi, long *out) {
@@ -111,7 +198,7 @@ static int parse_text(const char *flag, const char *v, const char *what, const c
     return 0;
 }
 
-int options_parse(int argc, char **argv, options *o) {
+int options_parse(int argc, char **argv, const char *command, options *o) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (options){.n_predict = 32, .n_threads = cores > 0 ? (int)cores : 1, .top_p = 1.0f, .head = -1};
     for (int i = 0; i < argc; i++) {
@@ -119,9 +206,14 @@ int options_parse(int argc, char **argv, options *o) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x;
 #define IS(s) (!strcmp(a, s))
+        if (a[0] == '-' && command_bit(command) && !(flag_commands(a) & command_bit(command))) {
+            char takes[96];
+            commands_of(flag_commands(a), takes, sizeof takes);
+            return fprintf(stderr, "seam %s: %s does nothing here: it is for %s (see seam %s --help)\n", command,
+                           a, takes, command), -1;
+        }
         if (IS("-h") || IS("--help")) {
-            options_usage(stdout);
-            exit(0);
+            o->help = true;
         } else if (IS("-m") || IS("--model")) {
             if (parse_text(a, v, "a file", &o->model_path)) return -1;
             i++;
@@ -129,6 +221,11 @@ int options_parse(int argc, char **argv, options *o) {
             if (o->prompt) return fprintf(stderr, "seam: %s is given twice: give one prompt\n", a), -1;
             if (parse_text(a, v, "a text", &o->prompt)) return -1;
             i++;
+        } else if (IS("-f") || IS("--file")) {
+            if (parse_text(a, v, "a file", &o->prompt_file)) return -1;
+            i++;
+        } else if (IS("-q") || IS("--quiet")) {
+            o->quiet = true;
         } else if (IS("--tokens")) {
             if (parse_text(a, v, "ids, e.g. 1,2,3", &o->tokens)) return -1;
             i++;

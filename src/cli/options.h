@@ -16,7 +16,8 @@
 typedef struct {
     const char *model_path;
     const char *tokens;     // --tokens "1,2,3"
-    const char *prompt;     // -p "text"
+    const char *prompt;     // -p "text" (or -f's file, read by the caller)
+    const char *prompt_file;  // -f FILE
     int n_predict;          // -n
     int n_ctx;              // -c; 0 = 512, or the model's trained context when that is less
     seam_kv_config cache;   // -ctk, -ctv, --swa-full
@@ -49,13 +50,17 @@ typedef struct {
     const char *out_path;   // logits -o FILE
     const char *timeline_path;  // --timeline FILE.json
     bool time_layers;       // --layers: each layer's time, a table after the run
+    bool quiet;             // -q: no load, plan, memory or timing lines on stderr
+    bool help;              // -h: the command's usage, nothing run
 } options;
 
-// The usage text of every command (seam --help).
-void options_usage(FILE *f);
+// The usage of `command` and its flags (seam run --help); NULL, or a name
+// no command has: every command's (seam --help).
+void options_usage(FILE *f, const char *command);
 
 // argv past the command into o, the defaults first; -1 after printing what
-// is wrong (an unknown flag, a value out of range).
-int options_parse(int argc, char **argv, options *o);
+// is wrong (an unknown flag, a flag the command does nothing with, a value
+// out of range).
+int options_parse(int argc, char **argv, const char *command, options *o);
 
 #endif
