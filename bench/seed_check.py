@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """seed_check.py -- the seed article's offload curve against seam's speed model.
 
-The article (../shared/seeds/000_*.txt) measured Qwen3-Coder 30B-A3B Q4_K_M on
+The article (docs/sources.md) measured Qwen3-Coder 30B-A3B Q4_K_M on
 two RTX 3060 with Ollama: 93.9 tok/s with all 48 layers on the GPUs, 46.3 with
 44, 24.2 with 20. Its CPU is not named, so the profile's one unknown, the CPU's
 read bandwidth, is fitted on ONE point (20 layers, the point the CPU weighs
