@@ -42,6 +42,10 @@ Test(hw, parses_a_profile_with_its_sources) {
     cr_expect_str_eq(hw.source[HW_CPU_READ_GBS], "measured: seam-membw");
     cr_expect_eq(hw.cpu_dot_gbs[GGML_TYPE_Q4_K], 22);
     cr_expect_eq(hw.v[HW_GPU_EFFICIENCY], 0.5);
+    // a figure measured below what its probe resolves is written as a floor, and read back as one
+    const char *floor = "name = box\ncpu_read_gbs = 20 # measured: x\ncpu_call_us = 0.01 # floor: measured -0.2\n";
+    cr_assert_eq(hw_parse(&hw, floor, "t.hw", &e), 0, "%s", e.msg);
+    cr_expect_str_eq(hw.source[HW_CPU_CALL_US], "floor: measured -0.2");
 }
 
 Test(hw, refuses_bad_profiles) {

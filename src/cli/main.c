@@ -102,9 +102,19 @@ static int load_hw(const options *o, const seam_model *m, hw_profile *hw) {
     seam_error err = {{0}};
     if (!strcmp(o->hw, "this")) {
         fprintf(info, "seam: measuring this machine (memory probe, kernels)...\n");
+        const double t0 = seam_now();
         if (hw_measure_cpu(hw, o->n_threads, &m->cfg, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
-        fprintf(info, "# profile 'this', measured now:\n");
-        hw_write(hw, info);
+        // one line: every figure is in seam plan --hw this --json's "profile"
+        int floors = 0;
+        for (int k = 0; k < HW_KEYS; k++) floors += hw->set[k] && !strncmp(hw->source[k], "floor", 5);
+        for (int t = 0; t < GGML_TYPE_COUNT; t++) floors += hw->cpu_dot_row_floor[t];
+        char held[96] = "";
+        if (floors) snprintf(held, sizeof held, ", %d figure%s below what the probes resolve (held at a floor)",
+                             floors, floors > 1 ? "s" : "");
+        fprintf(info, "seam: profile 'this' measured in %.1f s: reads %.1f GB/s on %d thread%s (%.1f on 1), Q4_K dots "
+                "%.1f GB/s a thread%s; every figure: seam plan -m FILE --hw this --json -\n", seam_now() - t0,
+                hw->v[HW_CPU_READ_GBS], o->n_threads, o->n_threads > 1 ? "s" : "", hw->v[HW_CPU_READ_GBS_1],
+                hw->cpu_dot_gbs[GGML_TYPE_Q4_K], held);
         return 0;
     }
     return hw_load(hw, o->hw, &err) ? fprintf(stderr, "seam: %s\n", err.msg), -1 : 0;

@@ -19,7 +19,8 @@ const char *const hw_key_name[HW_KEYS] = {
     "launch_us", "pcie_gbs", "pcie_us",
 };
 
-static const char *const SOURCES[] = {"measured", "published", "derived", "fitted"};
+// "floor": a measurement below what its probe resolves, held at the smallest value a profile holds
+static const char *const SOURCES[] = {"measured", "published", "derived", "fitted", "floor"};
 
 // Which group a key belongs to, and whether the group needs it.
 static bool is_gpu_key(hw_key k) { return k >= HW_GPU_MEM_GIB; }
@@ -87,7 +88,7 @@ int hw_parse(hw_profile *hw, const char *text, const char *label, seam_error *e)
         if (!src || check_source(src))
             return seam_fail(e,
                              "%s: '%s' has no source: end the line with '# measured: ...', '# published: ...', "
-                             "'# derived: ...' or '# fitted: ...'",
+                             "'# derived: ...', '# fitted: ...' or '# floor: ...'",
                              where, key);
         const bool rate = !strncmp(key, "cpu_dot_gbs.", 12), row = !strncmp(key, "cpu_dot_row_ns.", 15),
                    stream = !strncmp(key, "cpu_stream_gbs.", 15);
@@ -179,9 +180,18 @@ static void set_measured(hw_profile *hw, hw_key k, double v, const char *when, c
     snprintf(hw->source[k], HW_SOURCE_LEN, "measured: %s, %s", when, how);
 }
 
-// A measured cost that noise can take to zero or below: the smallest a
-// profile holds (its values are positive).
-static double positive(double v) { return v > 0.01 ? v : 0.01; }
+// A measured cost that noise can take to zero or below is held at the
+// smallest a profile holds (its values are positive), and its source says
+// so: the figure is a floor, not a measurement.
+static const double HW_FLOOR = 0.01;
+static double positive(double v) { return v > HW_FLOOR ? v : HW_FLOOR; }
+
+static void set_measured_cost(hw_profile *hw, hw_key k, double v, const char *when, const char *how) {
+    set_measured(hw, k, positive(v), when, how);
+    if (v <= HW_FLOOR)
+        snprintf(hw->source[k], HW_SOURCE_LEN, "floor: measured %.3g, held at %g (below what the probe resolves); "
+                 "%.16s, %.150s", v, HW_FLOOR, when, how);
+}
 
 // Attention on every thread at once over caches of `bytes` in all, at the
 // head size d of the model planned and g > 1 queries a job, as its decode
@@ -255,6 +265,7 @@ int hw_measure_cpu(hw_profile *hw, int n_threads, const seam_config *shape, seam
         const double ns_per_byte = (bw / wide - bn / narrow) / (bw - bn), row_ns = bn / narrow - bn * ns_per_byte;
         hw->cpu_dot_gbs[t] = ns_per_byte > 0 ? 1 / ns_per_byte : wide;
         hw->cpu_dot_row_ns[t] = positive(row_ns);
+        hw->cpu_dot_row_floor[t] = row_ns <= HW_FLOOR;
     }
     // a call's own cost on one thread, and a job's on the pool beyond it
     const double dot = hw->cpu_dot_gbs[GGML_TYPE_Q4_K], row_ns = hw->cpu_dot_row_ns[GGML_TYPE_Q4_K];
@@ -262,16 +273,16 @@ int hw_measure_cpu(hw_profile *hw, int n_threads, const seam_config *shape, seam
     double call, job;
     if (cpu_speed_matvec_jobs(pool, dot, row_ns, wake, &call, &job))
         return pool_destroy(pool), seam_fail(e, "out of memory measuring a matvec's cost");
-    set_measured(hw, HW_CPU_CALL_US, positive(call), when,
+    set_measured_cost(hw, HW_CPU_CALL_US, call, when,
                  "128 chained matvecs of 256x256 Q4_K 2 us apart on 1 thread, less their rows' time, median of 41 cycles "
                  "(cpu_speed_matvec_jobs)");
     if (pool) {
         snprintf(how, sizeof how, "4001 jobs 2 us apart on %d threads, the mean less the slowest 1%% (cpu_speed_wake)",
                  n_threads);
-        set_measured(hw, HW_CPU_WAKE_US, positive(wake), when, how);
+        set_measured_cost(hw, HW_CPU_WAKE_US, wake, when, how);
         snprintf(how, sizeof how, "the same chain on %d threads in turns with 1, less their grabs' time over the "
                  "threads: the median of 41 cycles' differences (cpu_speed_matvec_jobs)", n_threads);
-        set_measured(hw, HW_CPU_JOB_US, positive(job), when, how);
+        set_measured_cost(hw, HW_CPU_JOB_US, job, when, how);
     }
     // attention over caches past the last-level cache (four times it, at least 64 MiB: a model's cache was
     // last read a token ago) and within it (a quarter of it, at least 4 MiB: a small model's stays there)
@@ -310,7 +321,10 @@ static void write_values(const hw_profile *hw, bool json, FILE *out) {
         for (int i = 0; i < 3; i++) {
             if (!(per_type[i][t] > 0)) continue;
             snprintf(key, sizeof key, "%s%s", names[i], ggml_type_name((uint32_t)t));
-            fprintf(out, fmt, json && n++ ? sep : "", key, "", per_type[i][t], hw->dot_source);
+            char floor[HW_SOURCE_LEN + 64];
+            snprintf(floor, sizeof floor, "floor: measured at or below %g, held there; %s", HW_FLOOR, hw->dot_source);
+            const bool held = i == 1 && hw->cpu_dot_row_floor[t];
+            fprintf(out, fmt, json && n++ ? sep : "", key, "", per_type[i][t], held ? floor : hw->dot_source);
         }
     }
 }

@@ -75,6 +75,7 @@ typedef struct {
     double cpu_dot_gbs[GGML_TYPE_COUNT];
     double cpu_dot_row_ns[GGML_TYPE_COUNT];
     double cpu_stream_gbs[GGML_TYPE_COUNT];
+    bool cpu_dot_row_floor[GGML_TYPE_COUNT];  // a measured row cost at or below the floor, held there
     char dot_source[HW_SOURCE_LEN];  // one source for the dot figures (they come from one probe)
     bool has_cpu, has_gpu;
 } hw_profile;
