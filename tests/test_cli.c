@@ -646,8 +646,9 @@ Test(cli, bench_runs_and_validates, .timeout = 300) {
         cr_assert_eq(tests, 4, "-o %s: %d tg rows, want 2 lengths x 2 thread counts:\n%s", formats[f], tests, r.out);
         cr_assert(strstr(r.out, "pp8"), "-o %s: no pp8 row:\n%s", formats[f], r.out);
         if (f == 0)  // the prompt's share of the int8 roof, and the roof it is a share of, per thread count
-            cr_assert(strstr(r.out, "| % of int8 peak |") && strstr(r.out, "\nint8 peak, 1 threads: ") &&
-                          strstr(r.out, "\nint8 peak, 2 threads: "),
+            cr_assert(strstr(r.out, "| % of roof |") && strstr(r.out, "% int8 |") &&
+                          strstr(r.out, "\nroofs on 1 thread: ") && strstr(r.out, "\nroofs on 2 threads: ") &&
+                          strstr(r.out, "int8 peak"),
                       "md: no int8 peak:\n%s", r.out);
         if (f == 1) {
             cr_assert(strstr(r.out, "\"samples_ts\": ["), "json: no samples:\n%s", r.out);

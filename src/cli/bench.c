@@ -294,61 +294,80 @@ static void test_name(const bench_row *r, char *buf, size_t len) {
     if (r->n_depth && n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, " @ d%d", r->n_depth);
 }
 
+// The backend column: where the layers ran, and the prefill's path through GPU layers.
+static void backend_name(const bench_row *r, char *backend, size_t len) {
+    const char *cuda = r->emulated ? "CUDA-emu" : "CUDA";
+    if (r->overflow != OVERFLOW_CPU) snprintf(backend, len, "%s, rest %s", cuda, plan_overflow_name[r->overflow]);
+    else if (r->gpu_layers && r->n_cpu_moe)
+        snprintf(backend, len, "%s + CPU %s, experts of %d layers", cuda, r->kernels, r->n_cpu_moe);
+    else if (r->gpu_layers) snprintf(backend, len, "%s + CPU %s", cuda, r->kernels);
+    else snprintf(backend, len, "CPU %s", r->kernels);
+    if (r->n_prompt && (r->gpu_layers || r->overflow != OVERFLOW_CPU)) {  // the prefill path through the GPU layers
+        const size_t used = strlen(backend);
+        snprintf(backend + used, len - used, ", prefill %s", gpu_prefill_name[r->gpu_prefill]);
+    }
+}
+
+// llama-bench's table, with what a row's speed is a share of: a decode's
+// bytes read a token and their rate against the read bandwidth, a prompt's
+// multiply-adds against the int8 peak (the roofs, measured once per thread
+// count, are printed under it), and the memory held beside the plan's.
 static void print_md(const bench_row *rows, int n) {
-    bool speed_model = false;
-    for (int i = 0; i < n; i++) speed_model = speed_model || rows[i].predicted_ts > 0;
-    printf("| model | size | params | backend | threads | ngl | type_k | type_v | test | t/s | weights MiB/t | KV MiB/t "
-           "| GB/s | %% of read bw | GMAC/s | %% of int8 peak | memory MiB | predicted | error |%s\n",
-           speed_model ? " speed model t/s |" : "");
-    printf("| --- | ---: | ---: | --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-           "| ---: | ---: | ---: |%s\n", speed_model ? " ---: |" : "");
+    bool speed_model = false, spread = false;
+    for (int i = 0; i < n; i++) speed_model = speed_model || rows[i].predicted_ts > 0, spread |= rows[i].reps > 1;
+    printf("| model | size | params | backend | threads | ngl | cache K/V | test | t/s | read MiB/t | rate | %% of roof "
+           "| memory MiB (plan) |%s\n", speed_model ? " speed model t/s |" : "");
+    printf("| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
+           speed_model ? " ---: |" : "");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        char test[48], w[32] = "", kv[32] = "", gbs[32] = "", pct[32] = "";
+        char test[48], ts[48], read[48] = "", rate[32] = "", roof[32] = "", backend[64], mem[64];
         test_name(r, test, sizeof test);
+        backend_name(r, backend, sizeof backend);
+        // one repetition has no spread to show
+        if (spread) snprintf(ts, sizeof ts, "%.2f ± %.2f", r->mean, r->sd);
+        else snprintf(ts, sizeof ts, "%.2f", r->mean);
         if (r->n_gen) {
-            snprintf(w, sizeof w, "%.1f", r->weight_bytes / 1048576.0);
-            snprintf(kv, sizeof kv, "%.1f", r->kv_bytes / 1048576.0);
-            snprintf(gbs, sizeof gbs, "%.2f", r->gbs);
+            snprintf(read, sizeof read, "%.1f + %.1f KV", r->weight_bytes / 1048576.0, r->kv_bytes / 1048576.0);
+            snprintf(rate, sizeof rate, "%.2f GB/s", r->gbs);
+            if (r->read_limit > 0) snprintf(roof, sizeof roof, "%.0f%% read", 100 * r->gbs / r->read_limit);
+        } else {
+            snprintf(rate, sizeof rate, "%.1f GMAC/s", r->mean * r->macs / 1e9);
+            if (r->int8_peak > 0) snprintf(roof, sizeof roof, "%.0f%% int8", 100 * r->mean * r->macs / 1e9 / r->int8_peak);
         }
-        if (r->n_gen && r->read_limit > 0) snprintf(pct, sizeof pct, "%.0f%%", 100 * r->gbs / r->read_limit);
-        char gmacs[32] = "", peak_pct[32] = "";
-        if (r->n_prompt) snprintf(gmacs, sizeof gmacs, "%.1f", r->mean * r->macs / 1e9);
-        if (r->n_prompt && r->int8_peak > 0)
-            snprintf(peak_pct, sizeof peak_pct, "%.0f%%", 100 * r->mean * r->macs / 1e9 / r->int8_peak);
-        char backend[64];
-        const char *cuda = r->emulated ? "CUDA-emu" : "CUDA";
-        if (r->overflow != OVERFLOW_CPU)
-            snprintf(backend, sizeof backend, "%s, rest %s", cuda, plan_overflow_name[r->overflow]);
-        else if (r->gpu_layers && r->n_cpu_moe)
-            snprintf(backend, sizeof backend, "%s + CPU %s, experts of %d layers", cuda, r->kernels, r->n_cpu_moe);
-        else if (r->gpu_layers) snprintf(backend, sizeof backend, "%s + CPU %s", cuda, r->kernels);
-        else snprintf(backend, sizeof backend, "CPU %s", r->kernels);
-        if (r->n_prompt && (r->gpu_layers || r->overflow != OVERFLOW_CPU)) {  // the prefill path through the GPU layers
-            const size_t used = strlen(backend);
-            snprintf(backend + used, sizeof backend - used, ", prefill %s", gpu_prefill_name[r->gpu_prefill]);
-        }
+        snprintf(mem, sizeof mem, "%.1f (%.1f, %+.1f%%)", r->mem / 1048576.0, r->mem_pred / 1048576.0,
+                 memstat_error(r->mem, r->mem_pred));
         char model_ts[48] = "";
         if (r->predicted_ts > 0)
             snprintf(model_ts, sizeof model_ts, " %.1f (%+.1f%%) |", r->predicted_ts, 100 * (r->predicted_ts / r->mean - 1));
         else if (speed_model)
             snprintf(model_ts, sizeof model_ts, "  |");
-        printf("| %s | %.2f MiB | %.2f B | %s | %d | %d | %s | %s | %s | %.2f ± %.2f | %s | %s | %s | %s | %s | %s | %.1f "
-               "| %.1f | %+.1f%% |%s\n",
-               r->model, r->size / 1048576.0, r->params / 1e9, backend, r->threads, r->gpu_layers,
-               plan_kv_type_name[r->cache.k], plan_kv_type_name[r->cache.v], test, r->mean, r->sd, w, kv, gbs, pct,
-               gmacs, peak_pct, r->mem / 1048576.0, r->mem_pred / 1048576.0, memstat_error(r->mem, r->mem_pred), model_ts);
+        const char *slash = strrchr(r->model, '/');
+        printf("| %s | %.2f MiB | %.2f B | %s | %d | %d | %s/%s | %s | %s | %s | %s | %s | %s |%s\n",
+               slash ? slash + 1 : r->model, r->size / 1048576.0, r->params / 1e9, backend, r->threads, r->gpu_layers,
+               plan_kv_type_name[r->cache.k], plan_kv_type_name[r->cache.v], test, ts, read, rate, roof, mem, model_ts);
     }
-    // the roof each share above is of, once per thread count
+    // the roofs the shares above are of, once per thread count
+    bool said = false;
     for (int i = 0; i < n; i++) {
-        bool first = rows[i].int8_peak > 0;
-        for (int k = 0; k < i && first; k++) first = rows[k].int8_peak <= 0 || rows[k].threads != rows[i].threads;
-        if (first)
-            printf("%sint8 peak, %d threads: %.1f G multiply-adds/s (%s's int8 probe on every thread at once, best of "
-                   "7 runs of 20 ms): a prompt token's multiply-adds, matrix products and attention, counted from the "
-                   "model, times tokens/s over it\n",
-                   i ? "" : "\n", rows[i].threads, rows[i].int8_peak, rows[i].kernels);
+        bool first = true;
+        for (int k = 0; k < i && first; k++) first = rows[k].threads != rows[i].threads;
+        double read = 0, int8 = 0;
+        for (int k = i; k < n && first; k++)
+            if (rows[k].threads == rows[i].threads) {
+                if (rows[k].read_limit > 0) read = rows[k].read_limit;
+                if (rows[k].int8_peak > 0) int8 = rows[k].int8_peak;
+            }
+        if (!first || (read <= 0 && int8 <= 0)) continue;
+        printf("%sroofs on %d thread%s:", said ? "" : "\n", rows[i].threads, rows[i].threads > 1 ? "s" : "");
+        if (read > 0) printf(" read %.2f GB/s (memory probe, 256 MiB, median of 3)%s", read, int8 > 0 ? "," : "");
+        if (int8 > 0) printf(" int8 peak %.1f GMAC/s (%s int8 probe, best of 7)", int8, rows[i].kernels);
+        printf("\n");
+        said = true;
     }
+    if (said)
+        printf("rate: a decode's bytes read a token (weights + KV cache) times t/s; a prompt's multiply-adds a\n"
+               "token (matrix products and attention, counted from the model) times t/s.\n");
     // the GPU board's energy over each decode test's measured runs
     bool any_energy = false;
     for (int i = 0; i < n; i++) {
@@ -607,8 +626,10 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                 row->mem_pred = pred.host;
                 row->gpu_mem = base->gpu_free > now.gpu_free ? base->gpu_free - now.gpu_free : 0;
                 row->gpu_mem_pred = pred.gpu;
-                fprintf(stderr, "%sseam bench: %s %s: %.2f ± %.2f tok/s; memory %.1f MiB, predicted %.1f (%+.1f%%)\n",
-                        progress ? "\r" : "", what, test, row->mean, row->sd, row->mem / 1048576.0,
+                char spread[32] = "";
+                if (row->reps > 1) snprintf(spread, sizeof spread, " ± %.2f", row->sd);
+                fprintf(stderr, "%sseam bench: %s %s: %.2f%s tok/s; memory %.1f MiB, predicted %.1f (%+.1f%%)\n",
+                        progress ? "\r" : "", what, test, row->mean, spread, row->mem / 1048576.0,
                         row->mem_pred / 1048576.0, memstat_error(row->mem, row->mem_pred));
             }
         }
