@@ -60,6 +60,7 @@ typedef struct {
     out_format format;
     bool no_graph;
     bool time_layers;  // --layers: a table of every layer's time after each decode test
+    bool wide;         // --wide: md's size, params and bytes a token columns, and the plan beside the memory
     const char *hw;    // --hw: a profile whose speed model predicts each decode test (NULL: none)
     seam_gpu_prefill gpu_prefill;  // --gpu-prefill: how prompts cross the GPU layers
 } bench_options;
@@ -115,6 +116,8 @@ static void usage(FILE *f) {
             "  -o, --output FORMAT      md, json or csv [md]\n"
             "      --no-graph           launch the GPU layers op by op [one CUDA graph]\n"
             "      --layers             time every layer; a table of them after each decode test (its last run) [off]\n"
+            "      --wide               md: the model's size and parameters, the bytes a decode reads a token and\n"
+            "                           the plan's memory too (over 120 columns) [off]\n"
             "      --gpu-prefill MODE   how a prompt's batches cross the GPU layers: gemm (dequantise to f16,\n"
             "                           cuBLAS), tokens (one by one, as decode), or auto (gemm from %d tokens) [tokens]\n"
             "  -h, --help               this help\n"
@@ -225,6 +228,8 @@ static int parse_bench_options(int argc, char **argv, bench_options *o) {
             o->no_graph = true;
         } else if (IS("--layers")) {
             o->time_layers = true;
+        } else if (IS("--wide")) {
+            o->wide = true;
         } else if (IS("--gpu-prefill")) {
             const int k = v ? gpu_prefill_find(v) : -1;
             if (k < 0) return fprintf(stderr, "seam bench: %s wants auto, gemm or tokens (got '%s')\n", a, v ? v : ""), -1;
@@ -309,43 +314,63 @@ static void backend_name(const bench_row *r, char *backend, size_t len) {
 }
 
 // llama-bench's table, with what a row's speed is a share of: a decode's
-// bytes read a token and their rate against the read bandwidth, a prompt's
-// multiply-adds against the int8 peak (the roofs, measured once per thread
-// count, are printed under it), and the memory held beside the plan's.
-static void print_md(const bench_row *rows, int n) {
+// rate of bytes read against the read bandwidth, a prompt's multiply-adds
+// against the int8 peak (the roofs, measured once per thread count, are
+// printed under it), and the memory held. Within 120 columns; `wide` adds
+// the model's size and parameters, the bytes read a token and the plan's
+// memory beside the held.
+enum { MD_COLUMNS = 14 };
+static void print_md(const bench_row *rows, int n, bool wide) {
     bool speed_model = false, spread = false;
     for (int i = 0; i < n; i++) speed_model = speed_model || rows[i].predicted_ts > 0, spread |= rows[i].reps > 1;
-    printf("| model | size | params | backend | threads | ngl | cache K/V | test | t/s | read MiB/t | rate | %% of roof "
-           "| memory MiB (plan) |%s\n", speed_model ? " speed model t/s |" : "");
-    printf("| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
-           speed_model ? " ---: |" : "");
+    static const struct {
+        const char *head, *rule;
+        bool wide;
+    } cols[MD_COLUMNS] = {
+        {"model", "---", 0}, {"size", "---:", 1}, {"params", "---:", 1}, {"backend", "---", 0},
+        {"threads", "---:", 0}, {"ngl", "---:", 0}, {"cache K/V", "---", 0}, {"test", "---:", 0},
+        {"t/s", "---:", 0}, {"read MiB/t", "---:", 1}, {"rate", "---:", 0}, {"% of roof", "---:", 0},
+        {"memory MiB", "---:", 0}, {"speed model t/s", "---:", 0},
+    };
+    const int shown = speed_model ? MD_COLUMNS : MD_COLUMNS - 1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int c = 0; c < shown; c++)
+            if (wide || !cols[c].wide)
+                printf("| %s ", pass ? cols[c].rule : c == 12 && wide ? "memory MiB (plan)" : cols[c].head);
+        printf("|\n");
+    }
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        char test[48], ts[48], read[48] = "", rate[32] = "", roof[32] = "", backend[64], mem[64];
-        test_name(r, test, sizeof test);
-        backend_name(r, backend, sizeof backend);
-        // one repetition has no spread to show
-        if (spread) snprintf(ts, sizeof ts, "%.2f ± %.2f", r->mean, r->sd);
-        else snprintf(ts, sizeof ts, "%.2f", r->mean);
-        if (r->n_gen) {
-            snprintf(read, sizeof read, "%.1f + %.1f KV", r->weight_bytes / 1048576.0, r->kv_bytes / 1048576.0);
-            snprintf(rate, sizeof rate, "%.2f GB/s", r->gbs);
-            if (r->read_limit > 0) snprintf(roof, sizeof roof, "%.0f%% read", 100 * r->gbs / r->read_limit);
-        } else {
-            snprintf(rate, sizeof rate, "%.1f GMAC/s", r->mean * r->macs / 1e9);
-            if (r->int8_peak > 0) snprintf(roof, sizeof roof, "%.0f%% int8", 100 * r->mean * r->macs / 1e9 / r->int8_peak);
-        }
-        snprintf(mem, sizeof mem, "%.1f (%.1f, %+.1f%%)", r->mem / 1048576.0, r->mem_pred / 1048576.0,
-                 memstat_error(r->mem, r->mem_pred));
-        char model_ts[48] = "";
-        if (r->predicted_ts > 0)
-            snprintf(model_ts, sizeof model_ts, " %.1f (%+.1f%%) |", r->predicted_ts, 100 * (r->predicted_ts / r->mean - 1));
-        else if (speed_model)
-            snprintf(model_ts, sizeof model_ts, "  |");
+        char cell[MD_COLUMNS][80] = {{0}};
         const char *slash = strrchr(r->model, '/');
-        printf("| %s | %.2f MiB | %.2f B | %s | %d | %d | %s/%s | %s | %s | %s | %s | %s | %s |%s\n",
-               slash ? slash + 1 : r->model, r->size / 1048576.0, r->params / 1e9, backend, r->threads, r->gpu_layers,
-               plan_kv_type_name[r->cache.k], plan_kv_type_name[r->cache.v], test, ts, read, rate, roof, mem, model_ts);
+        snprintf(cell[0], 80, "%s", slash ? slash + 1 : r->model);
+        snprintf(cell[1], 80, "%.2f MiB", r->size / 1048576.0);
+        snprintf(cell[2], 80, "%.2f B", r->params / 1e9);
+        backend_name(r, cell[3], 80);
+        snprintf(cell[4], 80, "%d", r->threads);
+        snprintf(cell[5], 80, "%d", r->gpu_layers);
+        snprintf(cell[6], 80, "%s/%s", plan_kv_type_name[r->cache.k], plan_kv_type_name[r->cache.v]);
+        test_name(r, cell[7], 80);
+        // one repetition has no spread to show
+        if (spread) snprintf(cell[8], 80, "%.2f ± %.2f", r->mean, r->sd);
+        else snprintf(cell[8], 80, "%.2f", r->mean);
+        if (r->n_gen) {
+            snprintf(cell[9], 80, "%.1f + %.1f KV", r->weight_bytes / 1048576.0, r->kv_bytes / 1048576.0);
+            snprintf(cell[10], 80, "%.2f GB/s", r->gbs);
+            if (r->read_limit > 0) snprintf(cell[11], 80, "%.0f%% read", 100 * r->gbs / r->read_limit);
+        } else {
+            snprintf(cell[10], 80, "%.1f GMAC/s", r->mean * r->macs / 1e9);
+            if (r->int8_peak > 0) snprintf(cell[11], 80, "%.0f%% int8", 100 * r->mean * r->macs / 1e9 / r->int8_peak);
+        }
+        if (wide)
+            snprintf(cell[12], 80, "%.1f (%.1f, %+.1f%%)", r->mem / 1048576.0, r->mem_pred / 1048576.0,
+                     memstat_error(r->mem, r->mem_pred));
+        else snprintf(cell[12], 80, "%.1f", r->mem / 1048576.0);
+        if (r->predicted_ts > 0)
+            snprintf(cell[13], 80, "%.1f (%+.1f%%)", r->predicted_ts, 100 * (r->predicted_ts / r->mean - 1));
+        for (int c = 0; c < shown; c++)
+            if (wide || !cols[c].wide) printf("| %s ", cell[c]);
+        printf("|\n");
     }
     // the roofs the shares above are of, once per thread count
     bool said = false;
@@ -702,7 +727,7 @@ int cmd_bench(int argc, char **argv) {
                             }
         model_free(&m);
     }
-    if (o.format == OUT_MD) print_md(rows, n_rows);
+    if (o.format == OUT_MD) print_md(rows, n_rows, o.wide);
     else if (o.format == OUT_JSON) print_json(rows, n_rows);
     else print_csv(rows, n_rows);
     free(rows);
