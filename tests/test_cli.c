@@ -650,6 +650,15 @@ Test(cli, bench_runs_and_validates, .timeout = 300) {
                           strstr(r.out, "\nroofs on 1 thread: ") && strstr(r.out, "\nroofs on 2 threads: ") &&
                           strstr(r.out, "int8 peak"),
                       "md: no int8 peak:\n%s", r.out);
+        if (f == 0)  // every line within 120 columns (a UTF-8 character is one column)
+            for (const char *line = r.out; *line;) {
+                const char *eol = strchr(line, '\n');
+                const size_t len = eol ? (size_t)(eol - line) : strlen(line);
+                size_t cols = 0;
+                for (size_t k = 0; k < len; k++) cols += ((unsigned char)line[k] & 0xC0) != 0x80;
+                cr_expect(cols <= 120, "md: a line of %zu columns:\n%.*s", cols, (int)len, line);
+                line += len + (eol != NULL);
+            }
         if (f == 1) {
             cr_assert(strstr(r.out, "\"samples_ts\": ["), "json: no samples:\n%s", r.out);
             assert_tg_segments_add_up(r.out);
