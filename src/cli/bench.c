@@ -385,7 +385,7 @@ static void print_md(const bench_row *rows, int n, bool wide) {
             }
         if (!first || (read <= 0 && int8 <= 0)) continue;
         printf("%sroofs on %d thread%s:", said ? "" : "\n", rows[i].threads, rows[i].threads > 1 ? "s" : "");
-        if (read > 0) printf( " read %.2f GB/s (memory probe, median of 3)%s", read, int8 > 0 ? "," : "");
+        if (read > 0) printf(" read %.2f GB/s (memory probe, median of 3)%s", read, int8 > 0 ? "," : "");
         if (int8 > 0) printf(" int8 peak %.1f GMAC/s (%s int8 probe, best of 7)", int8, rows[i].kernels);
         printf("\n");
         said = true;
