@@ -366,6 +366,8 @@ Test(cli, mistakes_are_said_before_the_work, .timeout = 120) {
         ARGS("plan", "--shape", SEAM_SOURCE_DIR "/models/tiny.shape", "-ngl", "1", "--hw",
              SEAM_SOURCE_DIR "/models/hw/h200.hw", "--json", "/nonexistent-dir/p.json"),
         ARGS("run", "-m", MODEL, "-p", "a", "-p", "b"),
+        ARGS("plan", "-m", MODEL, "--hw", SEAM_SOURCE_DIR "/models/hw/h200.hw", "--hw-out", "/tmp/x.hw"),
+        ARGS("plan", "-m", MODEL, "--hw", "this", "--hw-out", "/nonexistent-dir/this.hw"),
     };
     for (size_t i = 0; i < sizeof early / sizeof *early; i++) {
         char what[1024];

@@ -112,9 +112,17 @@ static int load_hw(const options *o, const seam_model *m, hw_profile *hw) {
         if (floors) snprintf(held, sizeof held, ", %d figure%s below what the probes resolve (held at a floor)",
                              floors, floors > 1 ? "s" : "");
         fprintf(info, "seam: profile 'this' measured in %.1f s: reads %.1f GB/s on %d thread%s (%.1f on 1), Q4_K dots "
-                "%.1f GB/s a thread%s; every figure: seam plan -m FILE --hw this --json -\n", seam_now() - t0,
+                "%.1f GB/s a thread%s; every figure with its source: --hw-out FILE\n", seam_now() - t0,
                 hw->v[HW_CPU_READ_GBS], o->n_threads, o->n_threads > 1 ? "s" : "", hw->v[HW_CPU_READ_GBS_1],
                 hw->cpu_dot_gbs[GGML_TYPE_Q4_K], held);
+        if (!o->hw_out) return 0;
+        FILE *f = fopen(o->hw_out, "w");
+        if (!f) return fprintf(stderr, "seam: cannot create %s: %s\n", o->hw_out, strerror(errno)), -1;
+        fprintf(f, "# this machine, measured by seam %s (--hw this); seam ... --hw %s reads it back\n", SEAM_VERSION,
+                o->hw_out);
+        hw_write(hw, f);
+        if (fclose(f)) return fprintf(stderr, "seam: writing %s failed\n", o->hw_out), -1;
+        fprintf(info, "seam: the profile is in %s\n", o->hw_out);
         return 0;
     }
     return hw_load(hw, o->hw, &err) ? fprintf(stderr, "seam: %s\n", err.msg), -1 : 0;
@@ -844,7 +852,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (check_output("--timeline", o.timeline_path) || check_output("-o", o.out_path) ||
-        check_output("--json", o.json_path))
+        check_output("--json", o.json_path) || check_output("--hw-out", o.hw_out))
         return 2;
     if (o.temperature == 0.0f && (o.top_k || o.top_p < 1.0f))
         fprintf(stderr, "seam: %s does nothing with --temp 0: greedy takes the most likely token\n",

@@ -83,6 +83,9 @@ static const struct {
                         "predicts tok/s and where a token's time goes; run and chat choose -ngl auto\n"
                         "by it; run --layers sets each layer's predicted time beside the measured",
      CMD_RUN | CMD_CHAT | CMD_PLAN},
+    {"--hw-out", "FILE", "with --hw this: write the measured profile there, every figure with its source\n"
+                         "(a file --hw reads back, not measuring again) [one line on stderr]",
+     CMD_RUN | CMD_CHAT | CMD_PLAN},
     {"--shape", "FILE", "the model of a shape file (models/*.shape), as seam-synth would write it", CMD_PLAN},
     {"--json", "FILE", "the predictions (--hw) as JSON ('-' = stdout)", CMD_PLAN},
     {"--seed", "N", "sampler seed [0: a fixed default]", CMD_RUN | CMD_CHAT},
@@ -309,6 +312,9 @@ int options_parse(int argc, char **argv, const char *command, options *o) {
             i++;
         } else if (IS("--layers")) {
             o->time_layers = true;
+        } else if (IS("--hw-out")) {
+            if (parse_text(a, v, "a file", &o->hw_out)) return -1;
+            i++;
         } else if (IS("--hw") || IS("--shape") || IS("--json")) {
             const char **dst = IS("--hw") ? &o->hw : IS("--shape") ? &o->shape_path : &o->json_path;
             if (parse_text(a, v, IS("--hw") ? "a profile" : "a file", dst)) return -1;
@@ -323,6 +329,8 @@ int options_parse(int argc, char **argv, const char *command, options *o) {
         }
 #undef IS
     }
+    if (o->hw_out && (!o->hw || strcmp(o->hw, "this")))
+        return fprintf(stderr, "seam: --hw-out writes the profile --hw this measures: add --hw this\n"), -1;
     if (o->fit && o->n_ngl) return fprintf(stderr, "seam: --fit chooses the GPU layers: give -ngl auto or none\n"), -1;
     if (o->fit) o->gpu_layers = -1;
     if (o->fit_cache && o->gpu_layers != -1)

@@ -27,6 +27,7 @@ typedef struct {
     int n_ngl;
     bool threads_set;       // -t given (plan --hw: else the profile's threads)
     const char *hw;         // plan --hw: a hardware profile to predict the speed on
+    const char *hw_out;     // --hw-out: where --hw this writes what it measured
     const char *shape_path; // plan --shape: a shape file instead of -m
     const char *json_path;  // plan --json: the predictions as JSON
     uint64_t gpu_mem;       // --gpu-mem: plan for a GPU of this many bytes
