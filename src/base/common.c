@@ -26,6 +26,18 @@ char *seam_trim(char *s) {
     return s;
 }
 
+char *seam_json_escape(const char *s, char *out, size_t len) {
+    size_t at = 0;
+    for (; *s && at + 7 < len; s++) {
+        const unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') out[at++] = '\\', out[at++] = (char)ch;
+        else if (ch < 0x20) at += (size_t)snprintf(out + at, len - at, "\\u%04x", ch);
+        else out[at++] = (char)ch;
+    }
+    if (len) out[at < len ? at : len - 1] = 0;
+    return out;
+}
+
 double seam_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

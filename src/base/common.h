@@ -55,6 +55,11 @@ int seam_parse_int_list(const char *flag, const char *s, int lo, int hi, int *v,
 // part cut in place: the one rule of seam's key = value files.
 char *seam_trim(char *s);
 
+// s as the body of a JSON string into out (len bytes, NUL-terminated, cut
+// short when it does not fit): quotes, backslashes and control characters
+// escaped. Returns out.
+char *seam_json_escape(const char *s, char *out, size_t len);
+
 // v (n) sorted in ascending order (medians and percentiles of timings).
 void seam_sort_doubles(double *v, size_t n);
 

@@ -315,10 +315,12 @@ int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e)
     fprintf(f, "\n  ],\n  \"tokens\": [");
     for (size_t i = 0; i < t->n_tokens; i++) {
         const seam_token_time *tt = &t->tokens[i];
-        fprintf(f, "%s\n    {\"token\": %d, \"pos\": %d, \"prefill\": %s, \"gpu_us\": %.3f, \"cpu_us\": %.3f, "
-                   "\"cpu_attention_us\": %.3f, \"head_us\": %.3f, \"gpu_idle_us\": %.3f, \"token_us\": %.3f}",
-                i ? "," : "", tt->token, tt->pos, tt->prefill ? "true" : "false", tt->segment_us[SEG_GPU],
-                tt->segment_us[SEG_CPU], tt->cpu_attention_us, tt->segment_us[SEG_HEAD], tt->gpu_idle_us, tt->token_us);
+        fprintf(f, "%s\n    {\"token\": %d, \"pos\": %d, \"prefill\": %s, \"batch\": %d, \"n_batch\": %d, "
+                   "\"start_us\": %.3f, \"gpu_us\": %.3f, \"cpu_us\": %.3f, \"cpu_attention_us\": %.3f, "
+                   "\"head_us\": %.3f, \"gpu_idle_us\": %.3f, \"token_us\": %.3f}",
+                i ? "," : "", tt->token, tt->pos, tt->prefill ? "true" : "false", tt->batch, tt->n_batch, tt->start_us,
+                tt->segment_us[SEG_GPU], tt->segment_us[SEG_CPU], tt->cpu_attention_us, tt->segment_us[SEG_HEAD],
+                tt->gpu_idle_us, tt->token_us);
     }
     fprintf(f, "\n  ],\n  \"layers\": [");
     for (size_t i = 0; i < t->n_layers; i++) {
@@ -329,6 +331,18 @@ int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e)
                 lt->weight_bytes, lt->kv_bytes);
     }
     fprintf(f, "\n  ]");
+    // the records laid out in time, as --trace writes them (tools/plot.py's waterfall draws these)
+    timeline_slice *v = NULL;
+    size_t n = 0;
+    if (timeline_slices(t, &v, &n)) return fclose(f), seam_fail(e, "out of memory laying out the timeline");
+    fprintf(f, ",\n  \"slices\": [");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s\n    {\"lane\": \"%s\", \"kind\": \"%s\", \"what\": \"%s\", \"token\": %d, \"layer\": %d, "
+                   "\"start_us\": %.3f, \"us\": %.3f}",
+                i ? "," : "", timeline_lane_name[v[i].lane], timeline_slice_kind_name[v[i].kind], v[i].what, v[i].token,
+                v[i].layer, v[i].start_us, v[i].us);
+    fprintf(f, "\n  ]");
+    free(v);
     if (t->predicted_us && t->n_layers) {
         int last = 0;  // the model's layers and head: the highest layer recorded is the head
         for (size_t i = 0; i < t->n_layers; i++) last = t->layers[i].layer > last ? t->layers[i].layer : last;

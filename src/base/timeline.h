@@ -38,6 +38,9 @@ typedef enum { SEG_GPU = 0, SEG_CPU = 1, SEG_HEAD = 2, SEG_COUNT } seam_segment;
 typedef struct {
     int token;
     int pos;
+    int batch, n_batch;            // the token's batch: its first token's index, and its tokens (decode: itself, 1)
+    double start_us;               // host clock at the token's start, from the timeline's first token (a batch's
+                                   // tokens share its time out evenly)
     double segment_us[SEG_COUNT];  // compute time of each segment (GPU: CUDA events around its launch and ops)
     double cpu_attention_us;       // of segment_us[SEG_CPU]: attention over the KV cache (the rest: the matrices,
                                    // norms, rope)
@@ -67,6 +70,7 @@ typedef struct {
     size_t n_tokens, cap_tokens;
     seam_layer_time *layers;
     size_t n_layers, cap_layers;
+    double origin_s;             // seam_now() at the first token's start: start_us's zero
     const double *predicted_us;  // (model layers + 1) the speed model's time of each layer and the head, for
                                  // the report and the JSON beside the measured ones; NULL: none (the caller's)
 } seam_timeline;
@@ -91,6 +95,43 @@ void timeline_rewind(seam_timeline *t, seam_timeline_mark m);
 int timeline_add_crossing(seam_timeline *t, const seam_crossing *c);
 int timeline_add_token(seam_timeline *t, const seam_token_time *tt);
 int timeline_add_layer(seam_timeline *t, const seam_layer_time *lt);
+
+// The records laid out in time, for a timeline viewer (--trace) and
+// tools/plot.py's waterfall alike: a lane each for the host thread (tokens,
+// and what the token spent outside the parts below: embedding, launches,
+// sampling), the GPU stream (its layers and the crossings it queues), the
+// copy stream (streamed layers' weights) and the CPU's layers (and the
+// head, and experts kept there). A token starts at its measured start; its
+// parts follow one another from there in the data flow's order, each its
+// measured length (scaled down together when their sum passes the token's
+// wall time, which they are parts of). A batch's tokens share its parts.
+typedef enum { TL_HOST, TL_GPU, TL_COPY, TL_CPU, TL_LANES } timeline_lane;
+extern const char *const timeline_lane_name[TL_LANES];  // "host thread", "GPU stream", "copy stream", "CPU layers"
+
+typedef enum { SLICE_BATCH, SLICE_TOKEN, SLICE_OTHER, SLICE_LAYER, SLICE_CROSSING, SLICE_WEIGHTS, SLICE_STALL } slice_kind;
+extern const char *const timeline_slice_kind_name[SLICE_STALL + 1];  // "batch", "token", ...
+
+typedef struct {
+    timeline_lane lane;
+    slice_kind kind;
+    char what[64];     // "token 7 (pos 6)", "layer 3", "head", "H2D hidden state", "layer 5 weights", ...
+    double start_us, us;
+    int token;         // the token (a batch, a batch's part: its first token)
+    int layer;         // a layer's, a crossing's, a copy's or a stall's layer (the head: n_layers); -1: none
+    int crossing;      // the crossing record it draws; -1: none
+} timeline_slice;
+
+// Every slice of the timeline (malloc'd, *n of them; NULL and 0 when there is
+// no token); -1 when out of memory.
+int timeline_slices(const seam_timeline *t, timeline_slice **out, size_t *n);
+
+// The slices as a Chrome Trace Event file (chrome://tracing, Perfetto): a
+// process titled `title`, a thread a lane, a complete event ("X") a slice
+// with its token, layer and crossing (direction, bytes, wait, copy) in its
+// args; `metadata`, a JSON object's text (the plan, the machine), as the
+// file's otherData (NULL: {}).
+int timeline_write_trace(const seam_timeline *t, const char *title, const char *metadata, const char *path,
+                         seam_error *e);
 
 // The report after a run: per crossing kind (direction and bytes) the count
 // and mean/p50/p99 of wait, copy and total; per segment the mean time and its

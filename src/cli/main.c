@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "model/shape.h"
 #include "numeric/quant.h"
+#include "cpu/kernels.h"
 #include "plan/fit.h"
 #include "plan/hw.h"
 #include "plan/memstat.h"
@@ -357,6 +358,31 @@ static int generate(session *s, seam_sampler *sampler, float *logits, int *pos, 
     return n;
 }
 
+// --trace: the session's timeline as a Chrome trace, the plan and the
+// machine in its metadata.
+static int write_trace(const session *s, const options *o, const char *command, seam_error *e) {
+    const seam_config *c = &s->model.cfg;
+    const seam_plan *p = &s->plan;
+    bool emulated = false;
+    const char *gpu = gpu_device_name(&emulated);
+    char title[512], meta[3072], model[1024];
+    snprintf(title, sizeof title, "seam %s %s: %d of %d layers on the GPU", command, o->model_path, p->gpu_layers,
+             c->n_layers);
+    seam_json_escape(o->model_path, model, sizeof model);
+    snprintf(meta, sizeof meta,
+             "{\"seam\": \"%s\", \"command\": \"%s\", \"model\": \"%s\", \"arch\": \"%s\", \"n_layers\": %d, "
+             "\"gpu_layers\": %d, \"head\": \"%s\", \"overflow\": \"%s\", \"n_cpu_moe\": %d, \"n_ctx\": %d, "
+             "\"threads\": %d, \"cpu_kernels\": \"%s\", \"gpu\": \"%s\", \"gpu_emulated\": %s, "
+             "\"layout\": \"each token at its measured start; its parts one after another in the data flow's order, "
+             "each its measured length\"}",
+             SEAM_VERSION, command, model, c->arch_name, c->n_layers, p->gpu_layers,
+             p->head == DEV_GPU ? "gpu" : "cpu", plan_overflow_name[p->overflow], o->cpu_moe ? c->n_layers : o->n_cpu_moe,
+             p->n_ctx, o->n_threads, cpu_kernels_get()->name, gpu ? gpu : "none", emulated ? "true" : "false");
+    if (timeline_write_trace(&s->eng.timeline, title, meta, o->trace_path, e)) return -1;
+    fprintf(info, "seam: wrote the trace to %s (open it in Perfetto or chrome://tracing)\n", o->trace_path);
+    return 0;
+}
+
 static int cmd_run(const options *o) {
     session ss;
     const int opened = session_open(&ss, o, o->n_predict);
@@ -415,6 +441,7 @@ static int cmd_run(const options *o) {
     if (o->time_layers) timeline_layer_report(&ss.eng.timeline, 0, ss.model.cfg.n_layers, info);
     gpu_notes(&ss.eng);
     if (o->timeline_path && timeline_write_json(&ss.eng.timeline, o->timeline_path, &err)) goto fail;
+    if (o->trace_path && write_trace(&ss, o, "run", &err)) goto fail;
     rc = 0;
     goto done;
 fail:
@@ -459,6 +486,7 @@ static int cmd_chat(const options *o) {
         if (err.msg[0]) fprintf(stderr, "seam: %s\n", err.msg);  // make_plan has spoken for itself
         goto done;
     }
+    ss.plan = plan;
     fprintf(info, "seam: chat with %s; one line per turn, end with Ctrl-D\n", o->model_path);
     int pos = 0;
     float *logits = NULL;
@@ -497,6 +525,7 @@ static int cmd_chat(const options *o) {
         if (closed) goto fail;
         pos += n_ids;
     }
+    if (o->trace_path && write_trace(&ss, o, "chat", &err)) goto fail;
     rc = 0;
     goto done;
 fail:
@@ -852,7 +881,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (check_output("--timeline", o.timeline_path) || check_output("-o", o.out_path) ||
-        check_output("--json", o.json_path) || check_output("--hw-out", o.hw_out))
+        check_output("--json", o.json_path) || check_output("--hw-out", o.hw_out) ||
+        check_output("--trace", o.trace_path))
         return 2;
     if (o.temperature == 0.0f && (o.top_k || o.top_p < 1.0f))
         fprintf(stderr, "seam: %s does nothing with --temp 0: greedy takes the most likely token\n",

@@ -93,6 +93,9 @@ static const struct {
     {"--top-k", "K", "keep the K most likely tokens; 0 = off [0]", CMD_RUN | CMD_CHAT},
     {"--top-p", "P", "keep the smallest set with mass P; 1 = off [1]", CMD_RUN | CMD_CHAT},
     {"--timeline", "FILE", "write every crossing and token record as JSON", CMD_RUN},
+    {"--trace", "FILE", "the run as a Chrome Trace Event file: a lane each for the host thread, the GPU\n"
+                        "stream, the copy stream and the CPU's layers (open it in Perfetto or chrome://tracing)",
+     CMD_RUN | CMD_CHAT},
     {"--layers", NULL, "time every layer and print a table of them (and write them with --timeline) [off]",
      CMD_RUN},
     {"-o, --output", "FILE", "the file the logits go to (required)", CMD_LOGITS},
@@ -309,6 +312,9 @@ int options_parse(int argc, char **argv, const char *command, options *o) {
             i++;
         } else if (IS("--timeline")) {
             if (parse_text(a, v, "a file", &o->timeline_path)) return -1;
+            i++;
+        } else if (IS("--trace")) {
+            if (parse_text(a, v, "a file", &o->trace_path)) return -1;
             i++;
         } else if (IS("--layers")) {
             o->time_layers = true;

@@ -50,6 +50,7 @@ typedef struct {
     const char *positional; // inspect FILE
     const char *out_path;   // logits -o FILE
     const char *timeline_path;  // --timeline FILE.json
+    const char *trace_path;     // --trace FILE.json: Chrome Trace Event format
     bool time_layers;       // --layers: each layer's time, a table after the run
     bool quiet;             // -q: no load, plan, memory or timing lines on stderr
     bool help;              // -h: the command's usage, nothing run

@@ -135,9 +135,11 @@ static int run_batch(seam_engine *eng, const int *tokens, int n, int pos0, bool 
     if (eng->time_layers && cpu_head &&
         record_layer(eng, c->n_layers, first + n - 1, 1, pos0 + n - 1, t_end - t_head, e))
         return -1;
+    if (eng->timeline.n_tokens == 0) eng->timeline.origin_s = t_start;
     for (int t = 0; t < n; t++) {
-        seam_token_time tt = {.token = first + t, .pos = pos0 + t, .prefill = prefill};
+        seam_token_time tt = {.token = first + t, .pos = pos0 + t, .prefill = prefill, .batch = first, .n_batch = n};
         tt.token_us = share * (t_end - t_start);
+        tt.start_us = 1e6 * (t_start - eng->timeline.origin_s) + t * tt.token_us;
         tt.segment_us[SEG_GPU] = gpu.segment_us[SEG_GPU] / n;
         tt.segment_us[SEG_CPU] = share * (t_head - t_layers) + gpu.segment_us[SEG_CPU] / n;  // and any experts
         tt.segment_us[SEG_HEAD] = share * (t_end - t_head);
