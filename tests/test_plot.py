@@ -10,13 +10,14 @@ series / what) and the labels it names inside them, and the texts it names
 the fresh timeline holds
 a record per token fed.
 
-The recorded timelines: timeline-tiny.json (segments only, no layer
-records); timeline-gemma-layers.json (Gemma 3 270M on this machine's CPU,
-seam run --layers --hw this, cut to the prompt and its first 6 decoded
-tokens); timeline-emu-split.json (the MoE of models/moe-small.shape, layers
-0-1 on an emulated GPU, 2-3 and the head on the CPU) and
-timeline-emu-stream.json (models/tiny.shape, layer 0 resident on an emulated
-GPU, layers 1-3 streamed in, the head on the GPU). splits-seed-layers.json and
+The recorded timelines (seam 0.4.0, with the slices --trace lays out; the
+tiny and moe-small models of seam-synth): timeline-tiny.json (`run --tokens
+1,2,3 -n 4 -t 1`: segments only, no layer records); timeline-gemma-layers.json
+(Gemma 3 270M on this machine's CPU, `run --tokens` of 10 ids `-n 7 --layers
+--hw this`); timeline-emu-split.json (moe-small, `-ngl 2 --layers` on the
+emulated GPU, 2-3 and the head on the CPU) and timeline-emu-stream.json
+(tiny, `-ngl 1 --overflow stream --head gpu --layers` on the emulated GPU:
+layers 1-3 streamed in), each of 3 prompt tokens and `-n 8`. splits-seed-layers.json and
 splits-seed-experts.json: seam plan --shape models/qwen3-30b-a3b.shape --hw
 rtx3060-seed --json, of -ngl 0-48+4 and of -ngl 48 --n-cpu-moe 0-48+8, cut to
 four predictions each.
@@ -77,7 +78,7 @@ CASES = {
                                    ids("token", "CPU", GEMMA_LAYERS + [OTHER]),
                                    ids("token", "CPU", [f"{n}/label" for n in GEMMA_LAYERS])),
     # GPU, bus and CPU lanes; the CPU's 0.3 ms named only in the enlarged panel
-    "waterfall-emu-split": Case(["--timeline", "timeline-emu-split.json", "--token", "1", "--zoom", "137.4:139.4"],
+    "waterfall-emu-split": Case(["--timeline", "timeline-emu-split.json", "--token", "1", "--zoom", "219.5:222.0"],
                                 SPLIT_BARS | {b.replace("token/", "zoom/", 1) for b in SPLIT_BARS},
                                 ids("token", "GPU", ["0/label", "1/label"])
                                 | ids("zoom", "CPU", ["2/label", "3/label"]) | ids("zoom", "bus", ["D2H_1024_B/label"]),

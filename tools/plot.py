@@ -271,46 +271,31 @@ def layer_name(layer, head):
     return "head" if layer == head else str(layer)
 
 
+# where seam's slices (timeline.h's lanes) are drawn: the crossings and the
+# streamed copies on the bus, the host thread's own time with the CPU's
+SLICE_ROW = {"GPU stream": "GPU", "copy stream": "bus", "CPU layers": "CPU", "host thread": "CPU"}
+
+
 def bars_of_timeline(t, k):
-    """One decoded token of a timeline as bars in the data flow's order: the
-    hidden state crossing in, the GPU's work, crossing back, the CPU's work.
-    The work is a bar per layer where the run timed its layers (--layers),
-    else a bar per segment."""
+    """One decoded token of a timeline as bars: the slices seam laid out
+    (timeline.h's timeline_slices, the layout --trace writes), from the
+    token's start. A layer is named by its number; the token's own slice and
+    the GPU's stalls (inside the layer that waited) are not drawn."""
+    if "slices" not in t:
+        sys.exit("plot.py: the timeline has no slices: it was written by an older seam; run it again with this one")
     tokens = decoded_tokens(t)
     if not 0 <= k < len(tokens):
         sys.exit(f"plot.py: --token {k}: the timeline has decoded tokens 0..{len(tokens) - 1}")
     tok = tokens[k]
-    cross = [c for c in t["crossings"] if c["token"] == tok["token"]]
-    layers = [r for r in t.get("layers", []) if r["token"] == tok["token"]]
-    head = max((r["layer"] for r in layers), default=None)  # a decoded token's last record is its head
-
-    def work(lane, segments):
-        if layers:
-            return [(lane, layer_name(r["layer"], head), r["us"]) for r in layers if r["device"] == lane]
-        return [s for s in segments if s[2]]
-
-    steps = [("bus", f"H2D {c['bytes']} B", c["total_us"]) for c in cross if c["dir"] == "H2D"]
-    steps += work("GPU", [("GPU", "GPU layers", tok["gpu_us"])])
-    steps += [("bus", f"D2H {c['bytes']} B", c["total_us"]) for c in cross if c["dir"] == "D2H"]
-    steps += work("CPU", [("CPU", "CPU layers", tok["cpu_us"]), ("CPU", "head", tok["head_us"])])
-    rest = tok["token_us"] - sum(s[2] for s in steps)  # with layers, it holds the segments' launches too
-    if rest > 0:
-        steps.insert(0, ("CPU", "embedding, launch, other", rest))
-    bars = one_after_another(steps)
-    # Streamed layers' weights cross one after another while the GPU
-    # computes: gpu_segment.c copies into two buffers in turn, so the first
-    # two copies start with the segment, and each later one when the layer
-    # two before it is done with its buffer. (Without layer records those
-    # ends are unknown, and the copies are left out; a stall is inside the
-    # waiting layer's time either way.)
-    gpu = {b.what: b for b in bars if b.lane == "GPU"}
-    copies = sorted((c for c in cross if c["dir"] == "WTS" and str(c["layer"]) in gpu), key=lambda c: c["layer"])
-    bus_free = min((b.start for b in gpu.values()), default=0)
-    for i, c in enumerate(copies):
-        done = gpu[str(c["layer"] - 2)] if i >= 2 else None
-        start = max(bus_free, done.start + done.us if done else 0)
-        bars.append(Bar("bus", f"layer {c['layer']} weights", start, c["copy_us"]))
-        bus_free = start + c["copy_us"]
+    bars = []
+    for x in t["slices"]:
+        if x["token"] != tok["token"] or x["kind"] in ("token", "batch", "stall"):
+            continue
+        lane = "bus" if x["kind"] == "crossing" else SLICE_ROW[x["lane"]]
+        what = x["what"]
+        if x["kind"] == "layer" and x["what"].startswith("layer "):
+            what = x["what"][len("layer "):]  # "3", "3 experts"
+        bars.append(Bar(lane, what, x["start_us"] - tok["start_us"], x["us"]))
     return bars, f"decoded token {k} of {len(tokens)} (measured, seam run --timeline)"
 
 
