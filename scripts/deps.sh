@@ -8,12 +8,13 @@
 # 2026-12-01-prefill.md); `apt-get install libopenblas-dev` only to
 # re-measure that with seam-blas-probe, which the build then adds.
 # libboost-context-dev: the fibers of the emulated CUDA device
-# (scripts/emulate.sh), one per thread of a kernel's block.
+# (scripts/emulate.sh), one per thread of a kernel's block. chromium: the
+# browser the report page (tools/report.py) is tested in, headless.
 #
 # SEAM_APT_WAIT=SECONDS (default 300): how long to wait while another
 # package manager (an unattended upgrade, on a fresh machine) holds apt's locks.
 set -euo pipefail
-PACKAGES=(build-essential cmake ninja-build pkg-config libcriterion-dev libutf8proc-dev libboost-context-dev python3 python3-venv python3-matplotlib python3-numpy)
+PACKAGES=(build-essential cmake ninja-build pkg-config libcriterion-dev libutf8proc-dev libboost-context-dev python3 python3-venv python3-matplotlib python3-numpy chromium)
 WAIT="${SEAM_APT_WAIT:-300}"
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 

@@ -26,7 +26,7 @@ cmake --build build-emu -j "$(nproc)"
 # not depend on the device: not run again here (CI's 90 minutes): the other
 # kernel orders' goldens, the CPU kernels, nvcc's resource report, the
 # scripts' own checks.
-CPU_ONLY='^(golden_logits_(avx2|scalar_avx512)|test_cpu_kernels|kernel_resources|gpu_check_(runner|schedule)|layers|kv_state|doc_links|readme_figures_self_test)$'
+CPU_ONLY='^(golden_logits_(avx2|scalar_avx512)|test_cpu_kernels|kernel_resources|gpu_check_(runner|schedule)|layers|kv_state|doc_links|report|readme_figures_self_test)$'
 ctest --test-dir build-emu --output-on-failure --no-tests=error -E "$CPU_ONLY"
 # what a split reports of the GPU board's energy, on the emulated board's power model
 build-emu/seam run -m tests/fuzz/corpus/gguf/micro-qwen3.gguf --tokens 1,2,3 -n 16 -ngl 1 --ids 2>&1 >/dev/null |

@@ -420,8 +420,8 @@ Test(cli, each_command_has_its_own_help, .timeout = 60) {
                   r.out);
         result_free(&r);
     }
-    result r = run(ARGS("chat", "-m", MODEL, "--timeline", "t.json"));
-    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2 && strstr(r.err, "--timeline does nothing here") &&
+    result r = run(ARGS("chat", "-m", MODEL, "--ids"));
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2 && strstr(r.err, "--ids does nothing here") &&
                   strstr(r.err, "for run"), "%s", r.err);
     result_free(&r);
     r = run(ARGS("help", "bench"));  // bench has its own parser and help: the general one names it

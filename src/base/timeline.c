@@ -301,10 +301,10 @@ void timeline_layer_report(const seam_timeline *t, size_t from, int n_layers, FI
     fprintf(out, " (%s 3%%)\n", within ? "within" : "NOT within");
 }
 
-int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e) {
+int timeline_write_json(const seam_timeline *t, const char *metadata, const char *path, seam_error *e) {
     FILE *f = fopen(path, "w");
     if (!f) return seam_fail(e, "cannot create %s: %s", path, strerror(errno));
-    fprintf(f, "{\n  \"crossings\": [");
+    fprintf(f, "{\n  \"run\": %s,\n  \"crossings\": [", metadata ? metadata : "{}");
     for (size_t i = 0; i < t->n_crossings; i++) {
         const seam_crossing *c = &t->crossings[i];
         fprintf(f, "%s\n    {\"token\": %d, \"layer\": %d, \"dir\": \"%s\", \"bytes\": %" PRIu64

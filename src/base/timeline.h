@@ -147,7 +147,9 @@ void timeline_report(const seam_timeline *t, FILE *out);
 // time (within 3 %).
 void timeline_layer_report(const seam_timeline *t, size_t from, int n_layers, FILE *out);
 
-// Every record as JSON ({"crossings": [...], "tokens": [...], "layers": [...]}).
-int timeline_write_json(const seam_timeline *t, const char *path, seam_error *e);
+// Every record as JSON ({"run": metadata, "crossings": [...], "tokens": [...],
+// "layers": [...], "slices": [...]}); metadata, a JSON object's text (the
+// plan, the machine; NULL: {}).
+int timeline_write_json(const seam_timeline *t, const char *metadata, const char *path, seam_error *e);
 
 #endif

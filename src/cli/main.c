@@ -358,26 +358,35 @@ static int generate(session *s, seam_sampler *sampler, float *logits, int *pos, 
     return n;
 }
 
-// --trace: the session's timeline as a Chrome trace, the plan and the
-// machine in its metadata.
-static int write_trace(const session *s, const options *o, const char *command, seam_error *e) {
+// What a run's records are of, as a JSON object (--trace's otherData,
+// --timeline's "run"): the model, the plan, the machine.
+static void run_metadata(const session *s, const options *o, const char *command, char *meta, size_t len) {
     const seam_config *c = &s->model.cfg;
     const seam_plan *p = &s->plan;
     bool emulated = false;
     const char *gpu = gpu_device_name(&emulated);
-    char title[512], meta[3072], model[1024];
-    snprintf(title, sizeof title, "seam %s %s: %d of %d layers on the GPU", command, o->model_path, p->gpu_layers,
-             c->n_layers);
-    seam_json_escape(o->model_path, model, sizeof model);
-    snprintf(meta, sizeof meta,
+    char model[1024];
+    snprintf(meta, len,
              "{\"seam\": \"%s\", \"command\": \"%s\", \"model\": \"%s\", \"arch\": \"%s\", \"n_layers\": %d, "
              "\"gpu_layers\": %d, \"head\": \"%s\", \"overflow\": \"%s\", \"n_cpu_moe\": %d, \"n_ctx\": %d, "
              "\"threads\": %d, \"cpu_kernels\": \"%s\", \"gpu\": \"%s\", \"gpu_emulated\": %s, "
              "\"layout\": \"each token at its measured start; its parts one after another in the data flow's order, "
              "each its measured length\"}",
-             SEAM_VERSION, command, model, c->arch_name, c->n_layers, p->gpu_layers,
-             p->head == DEV_GPU ? "gpu" : "cpu", plan_overflow_name[p->overflow], o->cpu_moe ? c->n_layers : o->n_cpu_moe,
-             p->n_ctx, o->n_threads, cpu_kernels_get()->name, gpu ? gpu : "none", emulated ? "true" : "false");
+             SEAM_VERSION, command, seam_json_escape(o->model_path, model, sizeof model), c->arch_name, c->n_layers,
+             p->gpu_layers, p->head == DEV_GPU ? "gpu" : "cpu", plan_overflow_name[p->overflow],
+             o->cpu_moe ? c->n_layers : o->n_cpu_moe, p->n_ctx, o->n_threads, cpu_kernels_get()->name,
+             gpu ? gpu : "none", emulated ? "true" : "false");
+}
+
+// --timeline and --trace: the session's records, as JSON and as a Chrome trace.
+static int write_records(const session *s, const options *o, const char *command, seam_error *e) {
+    char meta[3072];
+    run_metadata(s, o, command, meta, sizeof meta);
+    if (o->timeline_path && timeline_write_json(&s->eng.timeline, meta, o->timeline_path, e)) return -1;
+    if (!o->trace_path) return 0;
+    char title[512];
+    snprintf(title, sizeof title, "seam %s %s: %d of %d layers on the GPU", command, o->model_path,
+             s->plan.gpu_layers, s->model.cfg.n_layers);
     if (timeline_write_trace(&s->eng.timeline, title, meta, o->trace_path, e)) return -1;
     fprintf(info, "seam: wrote the trace to %s (open it in Perfetto or chrome://tracing)\n", o->trace_path);
     return 0;
@@ -440,8 +449,7 @@ static int cmd_run(const options *o) {
     }
     if (o->time_layers) timeline_layer_report(&ss.eng.timeline, 0, ss.model.cfg.n_layers, info);
     gpu_notes(&ss.eng);
-    if (o->timeline_path && timeline_write_json(&ss.eng.timeline, o->timeline_path, &err)) goto fail;
-    if (o->trace_path && write_trace(&ss, o, "run", &err)) goto fail;
+    if (write_records(&ss, o, "run", &err)) goto fail;
     rc = 0;
     goto done;
 fail:
@@ -525,7 +533,7 @@ static int cmd_chat(const options *o) {
         if (closed) goto fail;
         pos += n_ids;
     }
-    if (o->trace_path && write_trace(&ss, o, "chat", &err)) goto fail;
+    if (write_records(&ss, o, "chat", &err)) goto fail;
     rc = 0;
     goto done;
 fail:

@@ -92,7 +92,7 @@ static const struct {
     {"--temp", "T", "temperature; 0 = greedy [0]", CMD_RUN | CMD_CHAT},
     {"--top-k", "K", "keep the K most likely tokens; 0 = off [0]", CMD_RUN | CMD_CHAT},
     {"--top-p", "P", "keep the smallest set with mass P; 1 = off [1]", CMD_RUN | CMD_CHAT},
-    {"--timeline", "FILE", "write every crossing and token record as JSON", CMD_RUN},
+    {"--timeline", "FILE", "write every crossing and token record as JSON", CMD_RUN | CMD_CHAT},
     {"--trace", "FILE", "the run as a Chrome Trace Event file: a lane each for the host thread, the GPU\n"
                         "stream, the copy stream and the CPU's layers (open it in Perfetto or chrome://tracing)",
      CMD_RUN | CMD_CHAT},

@@ -237,6 +237,8 @@ int predict_token(const seam_model *m, const seam_plan *p, const hw_profile *hw,
     if (n_threads < 1) n_threads = hw->set[HW_CPU_THREADS] ? (int)hw->v[HW_CPU_THREADS] : 1;
     memset(pr, 0, sizeof *pr);
     pr->gpu_layers = p->gpu_layers, pr->n_layers = L, pr->n_threads = n_threads, pr->fill = fill;
+    for (int d = 0; d < DEV_COUNT; d++) pr->memory[d] = plan_total(p, (seam_device)d);
+    pr->gpu_budget = p->budget[DEV_GPU];
     pr->overflow = p->overflow, pr->head = p->head;
 
     // read bandwidth on n threads: the measured figure at cpu_threads, one
@@ -387,7 +389,8 @@ void predict_write_json(const seam_prediction *pr, FILE *out) {
             pr->n_threads, pr->fill,
             pr->tok_s, pr->token_us, pr->gpu_busy_us, pr->gpu_idle_us, pr->cpu_attention_us);
     for (int k = 0; k < PART_COUNT; k++) fprintf(out, "%s\"%s\": %.3f", k ? ", " : "", predict_part_name[k], pr->part_us[k]);
-    fprintf(out, "}, \"steps\": [");
+    fprintf(out, "}, \"memory\": {\"cpu\": %" PRIu64 ", \"gpu\": %" PRIu64 ", \"gpu_budget\": %" PRIu64 "}, \"steps\": [",
+            pr->memory[DEV_CPU], pr->memory[DEV_GPU], pr->gpu_budget);
     for (int i = 0; i < pr->n_steps; i++) {
         const predict_step *s = &pr->step[i];
         fprintf(out, "%s{\"lane\": \"%s\", \"part\": \"%s\", \"what\": \"%s\", \"bytes\": %" PRIu64 ", \"us\": %.3f}",

@@ -75,6 +75,8 @@ typedef struct {
     double token_us, gpu_busy_us, gpu_idle_us;
     double cpu_attention_us;  // of part_us[PART_CPU_LAYERS]: the CPU layers' attention over the KV cache
     double tok_s;
+    uint64_t memory[DEV_COUNT];  // the plan's bytes on each device (plan_total)
+    uint64_t gpu_budget;         // the GPU's budget the plan was made for
     double layer_us[SEAM_MAX_LAYERS + 1];  // each layer's time, the head's at n_layers (a streamed layer: its
                                            // compute, which its copy overlaps)
 } seam_prediction;
