@@ -78,7 +78,7 @@ CASES = {
                                    ids("token", "CPU", GEMMA_LAYERS + [OTHER]),
                                    ids("token", "CPU", [f"{n}/label" for n in GEMMA_LAYERS])),
     # GPU, bus and CPU lanes; the CPU's 0.3 ms named only in the enlarged panel
-    "waterfall-emu-split": Case(["--timeline", "timeline-emu-split.json", "--token", "1", "--zoom", "219.5:222.0"],
+    "waterfall-emu-split": Case(["--timeline", "timeline-emu-split.json", "--token", "1", "--zoom", "197.5:199.3"],
                                 SPLIT_BARS | {b.replace("token/", "zoom/", 1) for b in SPLIT_BARS},
                                 ids("token", "GPU", ["0/label", "1/label"])
                                 | ids("zoom", "CPU", ["2/label", "3/label"]) | ids("zoom", "bus", ["D2H_1024_B/label"]),

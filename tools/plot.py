@@ -100,8 +100,10 @@ def draw_points(ax, label, pts, gids=()):
 def curve(args):
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     colours = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"])
+    models = []
     for path in args.pred or []:
         p = load(path)
+        models.append(p["model"].split("/")[-1])
         lines = {}
         for q in p["predictions"]:
             lines.setdefault(placement(q["overflow"], p.get("head")), []).append((q["n_gpu_layers"], q["tok_s"]))
@@ -110,6 +112,7 @@ def curve(args):
             ax.plot(*zip(*pts), "--", marker=".", color=next(colours), label=f"{name}: predicted ({p['hw']})")
     for path in args.bench or []:
         rows = [r for r in load(path) if r["n_gen"] > 0]
+        models += [r["model"].split("/")[-1] for r in rows[:1]]
         lines = {}
         for r in rows:
             lines.setdefault((r["overflow"], r["n_threads"]), []).append((r["n_gpu_layers"],
@@ -122,7 +125,7 @@ def curve(args):
         draw_points(ax, *parse_points(spec))
     ax.set_xlabel("layers on the GPU (-ngl)")
     ax.set_ylabel("decode tok/s")
-    ax.set_title(args.title or "Decode speed against the split")
+    ax.set_title(args.title or f"{', '.join(dict.fromkeys(models))}: decode speed against the split")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -260,6 +263,16 @@ def one_after_another(steps):
     return bars
 
 
+def run_name(t):
+    """The model, the split and the machine a timeline's run was of (its "run")."""
+    r = t.get("run")
+    if r is None:
+        sys.exit("plot.py: the timeline does not say its run (written by an older seam: run it again with this one)")
+    gpu = (f"{r['gpu_layers']} of {r['n_layers']} layers on the GPU ({r['gpu']}), head on the {r['head'].upper()}"
+           if r["gpu_layers"] or r["head"] == "gpu" else f"{r['n_layers']} layers on the CPU")
+    return f"{r['model'].split('/')[-1]}: {gpu}; CPU {r['cpu_kernels']}, {r['threads']} threads"
+
+
 def decoded_tokens(t):
     tokens = [x for x in t["tokens"] if not x["prefill"]]
     if not tokens:
@@ -296,7 +309,7 @@ def bars_of_timeline(t, k):
         if x["kind"] == "layer" and x["what"].startswith("layer "):
             what = x["what"][len("layer "):]  # "3", "3 experts"
         bars.append(Bar(lane, what, x["start_us"] - tok["start_us"], x["us"]))
-    return bars, f"decoded token {k} of {len(tokens)} (measured, seam run --timeline)"
+    return bars, f"{run_name(t)}\ndecoded token {k} of {len(tokens)} (measured, seam run --timeline)"
 
 
 def svg_id(*parts):
@@ -359,7 +372,7 @@ def waterfall(args):
         axes[1, 0].set_title(f"{args.zoom[0]:g} to {args.zoom[1]:g} ms, enlarged", fontsize=8)
     crossings = [b.us for b in bars if b.lane == "bus"]
     if crossings:  # crossings of a few KiB take microseconds: often too thin to see, so say them
-        ax.text(0.01, lanes.index("bus") + 0.32, f"{len(crossings)} crossings, {sum(crossings):.0f} us in all",
+        ax.text(0.01, lanes.index("bus") + 0.32, f"{len(crossings)} crossings, {sum(crossings):.0f} µs in all",
                 transform=ax.get_yaxis_transform(), fontsize=8, color=LANE_COLOURS["bus"])
     gpu_busy = sum(b.us for b in bars if b.lane == "GPU")
     if gpu_busy:
@@ -386,7 +399,7 @@ def cut_tall_bars(ax, tops, unit):
 
 
 def time_unit(us):
-    return f"{us / 1e3:.2f} ms" if us >= 1e3 else f"{us:.0f} us"
+    return f"{us / 1e3:.2f} ms" if us >= 1e3 else f"{us:.0f} µs"
 
 
 def layers(args):
@@ -423,10 +436,10 @@ def layers(args):
         handles.append(Patch(facecolor="white", edgecolor="grey", hatch="////", label="predicted (seam run --hw)"))
         summary += f", {sum(predicted.get(x, 0) for x in xs) / 1e3:.2f} ms predicted"
     ax.legend(handles=handles, fontsize=8, loc="best", ncol=len(handles), title=summary, title_fontsize=8)
-    ax.set_ylabel("us per token")
+    ax.set_ylabel("µs per token")
     ax.grid(axis="y", alpha=0.3)
-    ax.set_title(args.title or f"Each layer of a decoded token: the mean of {len(decoded)} tokens "
-                 "(measured, seam run --layers)", fontsize=9)
+    ax.set_title(args.title or f"{run_name(t)}\neach layer of a decoded token: the mean of {len(decoded)} "
+                 "tokens (measured, seam run --layers)", fontsize=9)
     weights = [statistics.mean(r["weight_bytes"] for r in per_layer[x]) / 1e6 for x in xs]
     kv = [statistics.mean(r["kv_bytes"] for r in per_layer[x]) / 1e6 for x in xs]
     for x, name, w, k in zip(xs, names, weights, kv):
@@ -434,8 +447,12 @@ def layers(args):
         ax_bytes.bar(x, k, 0.8, bottom=w, color=BYTES_COLOURS["KV cache"], gid=svg_id("bytes", "KV", name))
     cut_tall_bars(ax_bytes, [(x, w + k, svg_id("bytes", name)) for x, name, w, k in zip(xs, names, weights, kv)],
                   lambda mb: f"{mb:.1f} MB")
-    ax_bytes.legend(handles=[Patch(color=c, label=what) for what, c in BYTES_COLOURS.items()], fontsize=8,
-                    loc="best", ncol=len(BYTES_COLOURS))
+    # a legend of what can be seen: no KV entry where every layer's KV is under a pixel or two
+    top = ax_bytes.get_ylim()[1]
+    tallest = {"weights": max(weights), "KV cache": max(kv)}
+    shown = [Patch(color=c, label=what) for what, c in BYTES_COLOURS.items() if tallest[what] >= 0.01 * top]
+    if shown:
+        ax_bytes.legend(handles=shown, fontsize=8, loc="best", ncol=len(shown))
     ax_bytes.set_ylabel("MB read per token")
     ax_bytes.grid(axis="y", alpha=0.3)
     ax_bytes.set_xticks(xs, names)
