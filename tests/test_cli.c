@@ -906,6 +906,33 @@ Test(cli, chat_without_a_template_continues_each_line, .timeout = 300) {
         check_chat(gemma, true, "", "");
 }
 
+// Chat as a person types it: an empty or blank line is no turn; a turn that
+// would pass the context starts a new conversation (the cache held nothing
+// before it) instead of ending the chat; one that cannot fit even then is
+// refused and the chat goes on; a turn's report counts the -n tokens it
+// generated; Ctrl-D leaves the shell's prompt on a line of its own.
+Test(cli, chat_goes_on_past_a_full_context, .timeout = 120) {
+    result r = run_with_input(ARGS("chat", "-m", tiny_model(), "-n", "4", "-c", "24", "-t", "1"),
+                              "hello there\n\n   \nand again\nonce more\nthen more and more and more and more and "
+                              "more and more and more and more and more\nlast\n");
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "seam chat failed:\n%s", r.err);
+    cr_assert(strstr(r.err, "a new one starts with this turn"), "no new conversation:\n%s", r.err);
+    cr_assert(strstr(r.err, "write less, or raise -c"), "the long turn was not refused:\n%s", r.err);
+    int turns = 0, restarted = 0;
+    for (const char *at = r.err; (at = strstr(at, ": prefilled ")); at++) {
+        int held, generated;
+        cr_assert(sscanf(at, ": prefilled %*d new tokens in %*f s (cache held %d before), generated %d", &held,
+                         &generated) == 2, "%s", at);
+        turns++, restarted += held == 0;
+        cr_assert(generated >= 1 && generated <= 4, "a turn generated %d with -n 4", generated);
+    }
+    cr_assert_eq(turns, 4, "%d turns of 4 non-empty lines that fit (one too long):\n%s", turns, r.err);
+    cr_assert_geq(restarted, 2, "the first turn and a new conversation hold nothing before them:\n%s", r.err);
+    const size_t n = strlen(r.err);
+    cr_assert(n >= 3 && !strcmp(r.err + n - 3, "> \n"), "the end of input left the line open:\n%s", r.err);
+    result_free(&r);
+}
+
 // A template seam does not write turns of: named when llama.cpp knows its
 // family, its first characters quoted when not; either way no chat.
 Test(cli, chat_refuses_a_template_it_does_not_know, .timeout = 120) {

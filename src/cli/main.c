@@ -328,10 +328,11 @@ static int session_open(session *s, const options *o, int n_extra) {
 // Samples up to n_max tokens after `logits`, feeding each back at pos,
 // pos+1, ...; prints text (or ids) as it goes and stops after an
 // end-of-generation token, which is fed too so that the cache holds the whole
-// turn. Ends the output's line. Returns the number of tokens sampled, or -1
-// on error.
+// turn. The last of n_max is fed only with feed_last (chat: the next turn
+// follows the whole reply; run: nothing follows it). Ends the output's line.
+// Returns the number of tokens sampled, or -1 on error.
 static int generate(session *s, seam_sampler *sampler, float *logits, int *pos, int n_max, bool print_ids,
-                    seam_error *err) {
+                    bool feed_last, seam_error *err) {
     const bool text = s->tok && !print_ids;
     int n = 0;
     while (n < n_max) {
@@ -346,7 +347,7 @@ static int generate(session *s, seam_sampler *sampler, float *logits, int *pos, 
             printf(n > 1 ? " %d" : "%d", next);
         }
         fflush(stdout);
-        if ((n < n_max || end) && *pos < s->eng.n_ctx) {
+        if ((n < n_max || end || feed_last) && *pos < s->eng.n_ctx) {
             if (engine_forward(&s->eng, next, (*pos)++, &logits, err)) return -1;
         }
         if (end) break;
@@ -415,7 +416,7 @@ static int cmd_run(const options *o) {
     gpu_energy *meter = ss.eng.gpu ? gpu_energy_start(&no_meter) : NULL;
     double t_decode = seam_now();
     int pos = ss.n_prompt;
-    const int n_generated = generate(&ss, &sampler, logits, &pos, o->n_predict, o->print_ids, &err);
+    const int n_generated = generate(&ss, &sampler, logits, &pos, o->n_predict, o->print_ids, false, &err);
     gpu_energy_result power = {0};
     if (meter) gpu_energy_stop(meter, &power);
     if (n_generated < 0) goto fail;
@@ -499,20 +500,33 @@ static int cmd_chat(const options *o) {
     int pos = 0;
     float *logits = NULL;
     char line[8192];
-    for (int turn = 1;; turn++) {
+    for (int turn = 1;;) {
         fprintf(stderr, "> ");
-        if (!fgets(line, sizeof line, stdin)) break;
+        if (!fgets(line, sizeof line, stdin)) {
+            fputc('\n', stderr);  // Ctrl-D: the shell's prompt on a line of its own
+            break;
+        }
         line[strcspn(line, "\n")] = 0;
-        // BOS (where the file wants one) opens the conversation only
+        if (!*seam_trim(line)) continue;  // an empty line is no turn
+        // BOS (where the file wants one) opens a conversation only
         char turn_text[sizeof line + 128];
         snprintf(turn_text, sizeof turn_text, "%s%s%s", tpl->user_prefix, line, tpl->user_suffix);
         int32_t *ids = NULL;
         int n_ids = 0;
-        if (tokenizer_encode(ss.tok, turn_text, strlen(turn_text), turn == 1, true, &ids, &n_ids, &err)) goto fail;
-        if (pos + n_ids + o->n_predict > ss.eng.n_ctx) {
+        if (tokenizer_encode(ss.tok, turn_text, strlen(turn_text), pos == 0, true, &ids, &n_ids, &err)) goto fail;
+        if (pos > 0 && pos + n_ids + o->n_predict > ss.eng.n_ctx) {
+            // a full context: the conversation starts again with this turn, the cache written over from position 0
+            fprintf(stderr, "seam: the conversation would pass the context of %d tokens (-c): a new one starts "
+                            "with this turn\n", ss.eng.n_ctx);
             free(ids);
-            fprintf(stderr, "seam: the conversation would pass the context of %d tokens; raise -c\n", ss.eng.n_ctx);
-            break;
+            pos = 0;
+            if (tokenizer_encode(ss.tok, turn_text, strlen(turn_text), true, true, &ids, &n_ids, &err)) goto fail;
+        }
+        if (n_ids + o->n_predict > ss.eng.n_ctx) {
+            free(ids);
+            fprintf(stderr, "seam: this turn's %d tokens and -n %d pass the context of %d tokens: write less, or "
+                            "raise -c\n", n_ids, o->n_predict, ss.eng.n_ctx);
+            continue;
         }
         const double t0 = seam_now();
         const int prefilled = engine_prefill(&ss.eng, ids, n_ids, pos, &logits, &err);
@@ -522,12 +536,13 @@ static int cmd_chat(const options *o) {
         const double t_prefill = seam_now() - t0;
         const int pos_before = pos;
         const double t1 = seam_now();
-        if (generate(&ss, &sampler, logits, &pos, o->n_predict, false, &err) < 0) goto fail;
+        const int generated = generate(&ss, &sampler, logits, &pos, o->n_predict, false, true, &err);
+        if (generated < 0) goto fail;
         fprintf(info, "seam: turn %d: prefilled %d new tokens in %.2f s (cache held %d before), generated %d in %.2f s\n",
-                turn, n_ids, t_prefill, pos_before - n_ids, pos - pos_before, seam_now() - t1);
+                turn++, n_ids, t_prefill, pos_before - n_ids, generated, seam_now() - t1);
         // close the model's turn in the cache, so the next turn follows it
         if (tokenizer_encode(ss.tok, tpl->turn_end, strlen(tpl->turn_end), false, true, &ids, &n_ids, &err)) goto fail;
-        if (pos + n_ids > ss.eng.n_ctx) n_ids = ss.eng.n_ctx - pos;  // the next turn will say the context is full
+        if (pos + n_ids > ss.eng.n_ctx) n_ids = ss.eng.n_ctx - pos;  // the next turn starts a new conversation
         const int closed = n_ids > 0 ? engine_prefill(&ss.eng, ids, n_ids, pos, &logits, &err) : 0;
         free(ids);
         if (closed) goto fail;
