@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_trace.py -- seam run --trace and seam chat --trace write Chrome Trace
+"""test_trace.py -- seam run, chat and bench --trace write Chrome Trace
 Event files that tools/check_trace.py passes: on the CPU, and where there is
 a CUDA device (the emulated one in an emulated build) at the splits that use
 every lane: GPU and CPU layers with their crossings, streamed weights and the
@@ -36,7 +36,8 @@ def traced(build, scratch, name, args, kinds, lanes, stdin=None):
     used = {e["tid"] for e in slices}
     assert len(used) >= lanes, f"{name}: {len(used)} lanes, want {lanes}"
     meta = trace["otherData"]
-    assert meta["model"] and meta["n_layers"] > 0 and "gpu_layers" in meta, f"{name}: metadata {meta}"
+    assert meta["seam"] and (args[0] == "bench" or meta["n_layers"] > 0 and "gpu_layers" in meta), \
+        f"{name}: metadata {meta}"
     print(f"test_trace: {name}: {len(slices)} slices on {len(used)} lanes, kinds {sorted(got)}")
     return trace
 
@@ -69,6 +70,11 @@ def main():
     cpu = traced(build, scratch, "cpu", ["run", "-m", tiny, *prompt, "--layers"], ["batch", "token", "layer"], 2)
     traced(build, scratch, "cpu-segments", ["run", "-m", tiny, *prompt], ["token", "layer"], 2)
     traced(build, scratch, "chat", ["chat", "-m", tiny, "-n", "3", "-q"], ["token", "layer"], 2, stdin="hi\nmore\n")
+    # seam bench: a process a test, its last repetition
+    bench = traced(build, scratch, "bench", ["bench", "-m", tiny, "-p", "8", "-n", "4", "-r", "2", "-o", "json"],
+                   ["token", "layer"], 2)
+    processes = {e["pid"] for e in bench["traceEvents"]}
+    assert processes == {1, 2}, f"bench: processes {processes}, want one a test (pp8, tg4)"
     broken_traces_fail(cpu)
     if seam(build, "run", "-m", tiny, "--tokens", "1", "-n", "1", "-ngl", "1", "-q").returncode != 0:
         print("test_trace: the GPU splits skipped: no CUDA device")
@@ -77,6 +83,8 @@ def main():
            ["layer", "crossing", "token"], 3)
     traced(build, scratch, "stream", ["run", "-m", tiny, *prompt, "--layers", "-ngl", "1", "--overflow", "stream",
                                       "--head", "cpu"], ["weights", "crossing", "layer"], 4)
+    traced(build, scratch, "bench-split", ["bench", "-m", tiny, "-p", "8", "-n", "4", "-r", "1", "-ngl", "2",
+                                           "-o", "json"], ["crossing", "layer"], 3)
     traced(build, scratch, "experts", ["run", "-m", moe, *prompt, "--layers", "-ngl", "99", "--n-cpu-moe", "2"],
            ["crossing", "layer"], 3)
     return 0

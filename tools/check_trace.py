@@ -4,11 +4,12 @@
 What chrome://tracing and Perfetto need of the JSON Object Format, and what
 seam promises on top: a "traceEvents" list of metadata events ("M": the
 process's and each lane's name and order) and complete events ("X") with a
-name, a category (the slice's kind), pid 1, a lane's tid, a start (ts) and a
-duration (dur) in microseconds, both finite and not negative; on each lane
-the slices nest (a slice that starts inside another ends inside it); every
-part of a token lies within its token (or its batch) on the host lane; a
-crossing's args carry its direction and bytes. Exits 1 naming each breach.
+name, a category (the slice's kind), a process (pid 1, 2, ...: a run each;
+seam bench, a test each), a lane's tid, a start (ts) and a duration (dur) in
+microseconds, both finite and not negative; on each lane the slices nest (a
+slice that starts inside another ends inside it); every part of a token lies
+within its token (or its batch) on the host lane; a crossing's args carry its
+direction and bytes. Exits 1 naming each breach.
 
   python3 tools/check_trace.py TRACE.json [--expect-kinds layer,crossing,...] [--lanes N]
 """
@@ -35,12 +36,13 @@ def check(trace):
         if not isinstance(ev, dict) or ev.get("ph") not in ("M", "X") or not isinstance(ev.get("name"), str):
             bad.append(f"{where}: not an M or X event with a name: {ev}")
             continue
-        if ev.get("pid") != 1:
-            bad.append(f"{where}: pid {ev.get('pid')}, want 1")
+        if not isinstance(ev.get("pid"), int) or ev["pid"] < 1:
+            bad.append(f"{where}: pid {ev.get('pid')}, want 1, 2, ...")
+            continue
         if ev["ph"] == "M":
             if ev["name"] == "thread_name":
-                names[ev.get("tid")] = ev.get("args", {}).get("name")
-            elif ev["name"] not in ("process_name", "thread_sort_index"):
+                names[ev["pid"], ev.get("tid")] = ev.get("args", {}).get("name")
+            elif ev["name"] not in ("process_name", "process_sort_index", "thread_sort_index"):
                 bad.append(f"{where}: unknown metadata {ev['name']}")
             continue
         tid, ts, dur = ev.get("tid"), ev.get("ts"), ev.get("dur")
@@ -58,31 +60,35 @@ def check(trace):
                                                           or not isinstance(args.get("bytes"), int)):
             bad.append(f"{where} ({ev['name']}): a crossing without its direction and bytes: {args}")
         slices.append(ev)
-    for tid, name in LANES.items():
-        if any(s.get("tid") == tid for s in slices) and names.get(tid) != name:
-            bad.append(f"lane {tid} is named {names.get(tid)!r}, want {name!r}")
-    # nesting, lane by lane
-    for tid in LANES:
-        lane = sorted((s for s in slices if s.get("tid") == tid), key=lambda s: (s["ts"], -s["dur"]))
-        stack = []
-        for s in lane:
-            while stack and s["ts"] >= stack[-1]["ts"] + stack[-1]["dur"] - EPS:
-                stack.pop()
-            if stack and s["ts"] + s["dur"] > stack[-1]["ts"] + stack[-1]["dur"] + EPS:
-                top = stack[-1]
-                bad.append(f"{LANES[tid]}: {s['name']} [{s['ts']}, +{s['dur']}] overlaps {top['name']} "
-                           f"[{top['ts']}, +{top['dur']}] without nesting in it")
-            stack.append(s)
-    # every part within its token's (or its batch's) span
-    spans = {s["args"]["token"]: s for s in slices if s.get("cat") in ("token", "batch")}
-    for s in slices:
-        if s.get("cat") in ("token", "batch"):
-            continue
-        owner = spans.get(s["args"].get("token"))
-        if owner is None:
-            bad.append(f"{s['name']}: token {s['args'].get('token')} has no token slice")
-        elif s["ts"] < owner["ts"] - EPS or s["ts"] + s["dur"] > owner["ts"] + owner["dur"] + EPS:
-            bad.append(f"{s['name']} [{s['ts']}, +{s['dur']}] outside {owner['name']} [{owner['ts']}, +{owner['dur']}]")
+    pids = sorted({s["pid"] for s in slices})
+    for pid in pids:
+        mine = [s for s in slices if s["pid"] == pid]
+        for tid, name in LANES.items():
+            if any(s.get("tid") == tid for s in mine) and names.get((pid, tid)) != name:
+                bad.append(f"process {pid}: lane {tid} is named {names.get((pid, tid))!r}, want {name!r}")
+        # nesting, lane by lane
+        for tid in LANES:
+            lane = sorted((s for s in mine if s.get("tid") == tid), key=lambda s: (s["ts"], -s["dur"]))
+            stack = []
+            for s in lane:
+                while stack and s["ts"] >= stack[-1]["ts"] + stack[-1]["dur"] - EPS:
+                    stack.pop()
+                if stack and s["ts"] + s["dur"] > stack[-1]["ts"] + stack[-1]["dur"] + EPS:
+                    top = stack[-1]
+                    bad.append(f"process {pid}, {LANES[tid]}: {s['name']} [{s['ts']}, +{s['dur']}] overlaps "
+                               f"{top['name']} [{top['ts']}, +{top['dur']}] without nesting in it")
+                stack.append(s)
+        # every part within its token's (or its batch's) span
+        spans = {s["args"].get("token"): s for s in mine if s.get("cat") in ("token", "batch")}
+        for s in mine:
+            if s.get("cat") in ("token", "batch"):
+                continue
+            owner = spans.get(s["args"].get("token"))
+            if owner is None:
+                bad.append(f"process {pid}: {s['name']}: token {s['args'].get('token')} has no token slice")
+            elif s["ts"] < owner["ts"] - EPS or s["ts"] + s["dur"] > owner["ts"] + owner["dur"] + EPS:
+                bad.append(f"process {pid}: {s['name']} [{s['ts']}, +{s['dur']}] outside {owner['name']} "
+                           f"[{owner['ts']}, +{owner['dur']}]")
     return bad
 
 

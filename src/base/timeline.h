@@ -125,13 +125,22 @@ typedef struct {
 // no token); -1 when out of memory.
 int timeline_slices(const seam_timeline *t, timeline_slice **out, size_t *n);
 
-// The slices as a Chrome Trace Event file (chrome://tracing, Perfetto): a
-// process titled `title`, a thread a lane, a complete event ("X") a slice
+// A Chrome Trace Event file (chrome://tracing, Perfetto) being written: a
+// process per run added, a thread a lane, a complete event ("X") a slice
 // with its token, layer and crossing (direction, bytes, wait, copy) in its
-// args; `metadata`, a JSON object's text (the plan, the machine), as the
-// file's otherData (NULL: {}).
-int timeline_write_trace(const seam_timeline *t, const char *title, const char *metadata, const char *path,
-                         seam_error *e);
+// args. `metadata`, a JSON object's text (the plan, the machine; NULL: {}),
+// is the file's otherData.
+typedef struct {
+    FILE *f;
+    const char *path;
+    int n_processes;
+} timeline_trace;
+
+int timeline_trace_open(timeline_trace *tr, const char *path, const char *metadata, seam_error *e);
+// The slices of t's tokens from token `from` on, as a process titled
+// `title`, its time from its first slice.
+int timeline_trace_add(timeline_trace *tr, const seam_timeline *t, size_t from, const char *title, seam_error *e);
+int timeline_trace_close(timeline_trace *tr, seam_error *e);
 
 // The report after a run: per crossing kind (direction and bytes) the count
 // and mean/p50/p99 of wait, copy and total; per segment the mean time and its

@@ -223,29 +223,42 @@ int timeline_slices(const seam_timeline *t, timeline_slice **out, size_t *n_out)
     return 0;
 }
 
-int timeline_write_trace(const seam_timeline *t, const char *title, const char *metadata, const char *path,
-                         seam_error *e) {
+int timeline_trace_open(timeline_trace *tr, const char *path, const char *metadata, seam_error *e) {
+    *tr = (timeline_trace){.f = fopen(path, "w"), .path = path};
+    if (!tr->f) return seam_fail(e, "cannot create %s: %s", path, strerror(errno));
+    fprintf(tr->f, "{\"displayTimeUnit\": \"ms\",\n \"otherData\": %s,\n \"traceEvents\": [", metadata ? metadata : "{}");
+    return 0;
+}
+
+int timeline_trace_add(timeline_trace *tr, const seam_timeline *t, size_t from, const char *title, seam_error *e) {
     timeline_slice *v = NULL;
     size_t n = 0;
     if (timeline_slices(t, &v, &n)) return seam_fail(e, "out of memory laying out the timeline");
-    FILE *f = fopen(path, "w");
-    if (!f) return free(v), seam_fail(e, "cannot create %s: %s", path, strerror(errno));
-    // one process, a thread a lane, in the data flow's order
-    fprintf(f, "{\"displayTimeUnit\": \"ms\",\n \"otherData\": %s,\n \"traceEvents\": [\n", metadata ? metadata : "{}");
+    const int pid = ++tr->n_processes;
+    const int first = from < t->n_tokens ? t->tokens[from].token : 0;
+    double t0 = -1;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].token >= first && (t0 < 0 || v[i].start_us < t0)) t0 = v[i].start_us;
+    FILE *f = tr->f;
     char text[1024];
-    fprintf(f, "  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"args\": {\"name\": \"%s\"}}",
-            seam_json_escape(title, text, sizeof text));
+    fprintf(f, "%s\n  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, "
+               "\"args\": {\"name\": \"%s\"}}",
+            pid > 1 ? "," : "", pid, seam_json_escape(title, text, sizeof text));
+    fprintf(f, ",\n  {\"name\": \"process_sort_index\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, "
+               "\"args\": {\"sort_index\": %d}}", pid, pid);
+    // a thread a lane, in the data flow's order
     for (int l = 0; l < TL_LANES; l++) {
-        fprintf(f, ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"args\": {\"name\": \"%s\"}}",
-                l + 1, timeline_lane_name[l]);
-        fprintf(f, ",\n  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, "
-                   "\"args\": {\"sort_index\": %d}}", l + 1, l + 1);
+        fprintf(f, ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
+                   "\"args\": {\"name\": \"%s\"}}", pid, l + 1, timeline_lane_name[l]);
+        fprintf(f, ",\n  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
+                   "\"args\": {\"sort_index\": %d}}", pid, l + 1, l + 1);
     }
     for (size_t i = 0; i < n; i++) {
         const timeline_slice *x = &v[i];
-        fprintf(f, ",\n  {\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, \"ts\": %.3f, "
-                   "\"dur\": %.3f, \"args\": {\"token\": %d",
-                x->what, timeline_slice_kind_name[x->kind], x->lane + 1, x->start_us, x->us, x->token);
+        if (x->token < first) continue;
+        fprintf(f, ",\n  {\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, "
+                   "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"token\": %d",
+                x->what, timeline_slice_kind_name[x->kind], pid, x->lane + 1, x->start_us - t0, x->us, x->token);
         if (x->layer >= 0) fprintf(f, ", \"layer\": %d", x->layer);
         if (x->crossing >= 0) {
             const seam_crossing *c = &t->crossings[x->crossing];
@@ -254,8 +267,13 @@ int timeline_write_trace(const seam_timeline *t, const char *title, const char *
         }
         fprintf(f, "}}");
     }
-    fprintf(f, "\n]}\n");
     free(v);
-    if (fclose(f)) return seam_fail(e, "writing %s failed", path);
-    return 0;
+    return ferror(f) ? seam_fail(e, "writing %s failed", tr->path) : 0;
+}
+
+int timeline_trace_close(timeline_trace *tr, seam_error *e) {
+    fprintf(tr->f, "\n]}\n");
+    const int failed = fclose(tr->f);
+    tr->f = NULL;
+    return failed ? seam_fail(e, "writing %s failed", tr->path) : 0;
 }

@@ -61,6 +61,7 @@ typedef struct {
     bool no_graph;
     bool time_layers;  // --layers: a table of every layer's time after each decode test
     bool wide;         // --wide: md's size, params and bytes a token columns, and the plan beside the memory
+    const char *trace; // --trace FILE: each test's last repetition as a process of a Chrome trace
     const char *hw;    // --hw: a profile whose speed model predicts each decode test (NULL: none)
     seam_gpu_prefill gpu_prefill;  // --gpu-prefill: how prompts cross the GPU layers
 } bench_options;
@@ -116,6 +117,8 @@ static void usage(FILE *f) {
             "  -o, --output FORMAT      md, json or csv [md]\n"
             "      --no-graph           launch the GPU layers op by op [one CUDA graph]\n"
             "      --layers             time every layer; a table of them after each decode test (its last run) [off]\n"
+            "      --trace FILE         each test's last run as a process of a Chrome Trace Event file (Perfetto,\n"
+            "                           chrome://tracing): host thread, GPU stream, copy stream and CPU lanes\n"
             "      --wide               md: the model's size and parameters, the bytes a decode reads a token and\n"
             "                           the plan's memory too (over 120 columns) [off]\n"
             "      --gpu-prefill MODE   how a prompt's batches cross the GPU layers: gemm (dequantise to f16,\n"
@@ -230,6 +233,9 @@ static int parse_bench_options(int argc, char **argv, bench_options *o) {
             o->time_layers = true;
         } else if (IS("--wide")) {
             o->wide = true;
+        } else if (IS("--trace")) {
+            if (!v) return fprintf(stderr, "seam bench: %s wants a file\n", a), -1;
+            o->trace = v, i++;
         } else if (IS("--gpu-prefill")) {
             const int k = v ? gpu_prefill_find(v) : -1;
             if (k < 0) return fprintf(stderr, "seam bench: %s wants auto, gemm or tokens (got '%s')\n", a, v ? v : ""), -1;
@@ -515,7 +521,7 @@ static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(c
 // the process's memory before the model's tensors came in.
 static int bench_one(const bench_options *o, const char *path, const seam_model *m, const bench_config *cf,
                      const hw_profile *hw, const seam_memstat *base, bench_row *rows, int *n_rows, int max_rows,
-                     bench_roofs *roofs) {
+                     bench_roofs *roofs, timeline_trace *trace) {
     seam_error e = {{0}};
     seam_plan plan;
     const int widest = list_max(&o->prompt) > list_max(&o->gen) ? list_max(&o->prompt) : list_max(&o->gen);
@@ -624,6 +630,18 @@ static int bench_one(const bench_options *o, const char *path, const seam_model 
                     row->j_token = row->energy ? row->power.joules / ((double)row->reps * row->n_gen) : 0;
                 }
                 if (rc) break;
+                if (trace) {  // the last repetition, as a process of its own
+                    char title[512];
+                    const char *slash = strrchr(path, '/');
+                    snprintf(title, sizeof title, "%s %s: t=%d ngl=%d%s%s", slash ? slash + 1 : path, test, cf->threads,
+                             plan.gpu_layers, cf->overflow != OVERFLOW_CPU ? " overflow " : "",
+                             cf->overflow != OVERFLOW_CPU ? plan_overflow_name[cf->overflow] : "");
+                    if (timeline_trace_add(trace, &eng.timeline, start.tokens, title, &e)) {
+                        fprintf(stderr, "seam bench: %s\n", e.msg);
+                        rc = -1;
+                        break;
+                    }
+                }
                 if (row->n_gen) {
                     row->weight_bytes = (double)model_bytes_per_token(m);
                     for (int i = 0; i < row->n_gen; i++)
@@ -685,6 +703,16 @@ int cmd_bench(int argc, char **argv) {
     }
     static bench_roofs roofs;
     int n_rows = 0, rc = 0;
+    timeline_trace trace;
+    seam_error terr = {{0}};
+    char meta[256];
+    snprintf(meta, sizeof meta, "{\"seam\": \"%s\", \"command\": \"bench\", \"cpu_kernels\": \"%s\", "
+             "\"layout\": \"a process a test, its last repetition\"}", SEAM_VERSION, cpu_kernels_get()->name);
+    if (o.trace && timeline_trace_open(&trace, o.trace, meta, &terr)) {
+        fprintf(stderr, "seam bench: %s\n", terr.msg);
+        free(rows), free(o.model_list);
+        return 2;
+    }
     // a configuration that fails is reported and skipped, so that a sweep
     // still gives every row it can; the exit status says something failed
     for (int mi = 0; mi < o.n_models; mi++) {
@@ -720,12 +748,16 @@ int cmd_bench(int argc, char **argv) {
                                 };
                                 const int before = n_rows;
                                 if (bench_one(&o, o.models[mi], &m, &cf, o.hw ? &hw : NULL, &base, rows, &n_rows,
-                                              max_rows, &roofs)) {
+                                              max_rows, &roofs, o.trace ? &trace : NULL)) {
                                     rc = 1;
                                     n_rows = before;  // no half-measured rows
                                 }
                             }
         model_free(&m);
+    }
+    if (o.trace && timeline_trace_close(&trace, &terr)) {
+        fprintf(stderr, "seam bench: %s\n", terr.msg);
+        rc = 1;
     }
     if (o.format == OUT_MD) print_md(rows, n_rows, o.wide);
     else if (o.format == OUT_JSON) print_json(rows, n_rows);

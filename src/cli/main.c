@@ -388,7 +388,14 @@ static int write_records(const session *s, const options *o, const char *command
     char title[512];
     snprintf(title, sizeof title, "seam %s %s: %d of %d layers on the GPU", command, o->model_path,
              s->plan.gpu_layers, s->model.cfg.n_layers);
-    if (timeline_write_trace(&s->eng.timeline, title, meta, o->trace_path, e)) return -1;
+    timeline_trace tr;
+    if (timeline_trace_open(&tr, o->trace_path, meta, e)) return -1;
+    if (timeline_trace_add(&tr, &s->eng.timeline, 0, title, e)) {
+        seam_error ignored;
+        timeline_trace_close(&tr, &ignored);
+        return -1;
+    }
+    if (timeline_trace_close(&tr, e)) return -1;
     fprintf(info, "seam: wrote the trace to %s (open it in Perfetto or chrome://tracing)\n", o->trace_path);
     return 0;
 }
