@@ -33,6 +33,9 @@
 #include "text/sampler.h"
 #include "text/tokenizer.h"
 
+// Where --hw this writes the profile it measured, unless --hw-out says.
+#define SEAM_THIS_PROFILE "seam-this.hw"
+
 // Where the load, the plan, the memory and the timing report go: stderr, or
 // nowhere under -q (set once, in main, before any command runs).
 static FILE *info;
@@ -105,25 +108,30 @@ static int load_hw(const options *o, const seam_model *m, hw_profile *hw) {
         fprintf(info, "seam: measuring this machine (memory probe, kernels)...\n");
         const double t0 = seam_now();
         if (hw_measure_cpu(hw, o->n_threads, &m->cfg, &err)) return fprintf(stderr, "seam: %s\n", err.msg), -1;
-        // one line: every figure is in seam plan --hw this --json's "profile"
+        // one line; the whole profile goes to a file
         int floors = 0;
         for (int k = 0; k < HW_KEYS; k++) floors += hw->set[k] && !strncmp(hw->source[k], "floor", 5);
         for (int t = 0; t < GGML_TYPE_COUNT; t++) floors += hw->cpu_dot_row_floor[t];
         char held[96] = "";
         if (floors) snprintf(held, sizeof held, ", %d figure%s below what the probes resolve (held at a floor)",
                              floors, floors > 1 ? "s" : "");
+        // the whole profile, every figure with its source, to a file --hw reads back (or, "-", to stderr)
+        const char *out = o->hw_out ? o->hw_out : SEAM_THIS_PROFILE;
+        FILE *f = strcmp(out, "-") ? fopen(out, "w") : stderr;
+        if (f) {
+            fprintf(f, "# this machine, measured by seam %s (--hw this); --hw %s reads it back\n", SEAM_VERSION, out);
+            hw_write(hw, f);
+        }
+        if (f && f != stderr && fclose(f)) f = NULL;
+        if (!f && o->hw_out) return fprintf(stderr, "seam: writing %s failed: %s\n", out, strerror(errno)), -1;
+        char where[600];
+        if (!f) snprintf(where, sizeof where, "(not written to %s: %s)", out, strerror(errno));
+        else if (f == stderr) snprintf(where, sizeof where, "above");
+        else snprintf(where, sizeof where, "in %s (--hw %s reads it back; --hw-out FILE writes it elsewhere)", out, out);
         fprintf(info, "seam: profile 'this' measured in %.1f s: reads %.1f GB/s on %d thread%s (%.1f on 1), Q4_K dots "
-                "%.1f GB/s a thread%s; every figure with its source: --hw-out FILE\n", seam_now() - t0,
-                hw->v[HW_CPU_READ_GBS], o->n_threads, o->n_threads > 1 ? "s" : "", hw->v[HW_CPU_READ_GBS_1],
-                hw->cpu_dot_gbs[GGML_TYPE_Q4_K], held);
-        if (!o->hw_out) return 0;
-        FILE *f = fopen(o->hw_out, "w");
-        if (!f) return fprintf(stderr, "seam: cannot create %s: %s\n", o->hw_out, strerror(errno)), -1;
-        fprintf(f, "# this machine, measured by seam %s (--hw this); seam ... --hw %s reads it back\n", SEAM_VERSION,
-                o->hw_out);
-        hw_write(hw, f);
-        if (fclose(f)) return fprintf(stderr, "seam: writing %s failed\n", o->hw_out), -1;
-        fprintf(info, "seam: the profile is in %s\n", o->hw_out);
+                "%.1f GB/s a thread%s; every figure with its source %s\n", seam_now() - t0, hw->v[HW_CPU_READ_GBS],
+                o->n_threads, o->n_threads > 1 ? "s" : "", hw->v[HW_CPU_READ_GBS_1], hw->cpu_dot_gbs[GGML_TYPE_Q4_K],
+                held, where);
         return 0;
     }
     return hw_load(hw, o->hw, &err) ? fprintf(stderr, "seam: %s\n", err.msg), -1 : 0;
@@ -911,7 +919,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (check_output("--timeline", o.timeline_path) || check_output("-o", o.out_path) ||
-        check_output("--json", o.json_path) || check_output("--hw-out", o.hw_out) ||
+        check_output("--json", o.json_path) || (o.hw_out && strcmp(o.hw_out, "-") && check_output("--hw-out", o.hw_out)) ||
         check_output("--trace", o.trace_path))
         return 2;
     if (o.temperature == 0.0f && (o.top_k || o.top_p < 1.0f))

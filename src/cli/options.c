@@ -83,8 +83,8 @@ static const struct {
                         "predicts tok/s and where a token's time goes; run and chat choose -ngl auto\n"
                         "by it; run --layers sets each layer's predicted time beside the measured",
      CMD_RUN | CMD_CHAT | CMD_PLAN},
-    {"--hw-out", "FILE", "with --hw this: write the measured profile there, every figure with its source\n"
-                         "(a file --hw reads back, not measuring again) [one line on stderr]",
+    {"--hw-out", "FILE", "where --hw this writes the profile it measured, every figure with its source\n"
+                         "(a file --hw reads back, not measuring again; '-': stderr) [seam-this.hw]",
      CMD_RUN | CMD_CHAT | CMD_PLAN},
     {"--shape", "FILE", "the model of a shape file (models/*.shape), as seam-synth would write it", CMD_PLAN},
     {"--json", "FILE", "the predictions (--hw) as JSON ('-' = stdout)", CMD_PLAN},
