@@ -242,16 +242,18 @@ Test(kernels, float_types_bitwise) {
 // F16 rows against queries as attention's scores take them: many rows (the
 // AVX2 kernel takes rows eight at a time when a row has leftovers past its
 // blocks of 64, the AVX-512 one sixteen at a time when it has none, and the
-// last few one by one), 1, 3, 7, 18 and 40 queries at once (the AVX-512
+// last few one by one), 1, 3, 4, 7, 18 and 40 queries at once (the AVX-512
 // kernel converts 8 at a time, or with rows in lanes CPU_VALUES_GROUP at a
-// time and takes them 4 at a time), head sizes with leftovers of every kind (32: all
-// leftovers; 80, 100: blocks then leftovers, 100 with a few past the last 8)
+// time and takes them 4 at a time; the AVX2 order's rows in lanes, eight
+// rows at a time from 4 queries, lengths of a multiple of 32: 32, 64, 96,
+// 128, 160, 192, 256), head sizes with leftovers of every kind (32: all
+// leftovers in the AVX-512 order; 80, 100: blocks then leftovers, 100 with a few past the last 8)
 // and none, each score bitwise seam_vec_dot -- also where every product is
 // a zero (query 2 is zeros signed against row 0's elements, so that each
 // of its products with row 0 is -0), whose sum is +0.
 Test(kernels, f16_scores_bitwise) {
-    static const int64_t lengths[] = {8, 24, 32, 40, 64, 80, 100, 128, 160, 192, 256};
-    static const int inputs[] = {1, 3, 7, 18, 40};
+    static const int64_t lengths[] = {8, 24, 32, 40, 64, 80, 96, 100, 128, 160, 192, 256};
+    static const int inputs[] = {1, 3, 4, 7, 18, 40};
     enum { ROWS = 40, INPUTS = 40, QSTRIDE = 264 };
     const cpu_kernels *sets[CPU_KERNEL_SETS];
     const int n_sets = fast_sets(sets);

@@ -1,8 +1,9 @@
 // attention_avx2.c — the AVX2 + FMA + F16C attention kernels (compiled with
 // -mavx2 -mfma -mf16c; only reached after a run-time feature check): the
 // sums of values, row by row for a query alone and turned around for a
-// group of queries, and flash attention's online softmax. The scores are
-// the F16 dot of matvec_avx2.c; the softmax is there too.
+// group of queries, flash attention's online softmax, and (in the AVX2
+// order) a group's scores with the rows in lanes. The scores of a query
+// alone are the F16 dot of matvec_avx2.c; the softmax is there too.
 //
 // Each is bitwise its reference in src/numeric/exact.c in the order of the
 // set it serves (the row-by-row sums in both: the AVX-512 set takes them
@@ -349,8 +350,147 @@ static void values_group(const cpu_values_query *qs, int n, const seam_f16 *v, i
 
 // ---------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------
+// A group's scores with the rows in lanes (the AVX2 order; the AVX-512 set
+// has its own, attention_avx512.c): eight K rows turned around once, wt[e]
+// element e of the eight rows in f32, so that a register is one element of
+// eight rows and each of the reference's 32 lanes (lane l of accumulator j:
+// elements 32s + 8j + l, one chain of multiply-adds from +0) is a whole
+// register for the eight rows. Its fold -- accumulators 0 += 2, 1 += 3,
+// 0 += 1, then the halves, then two horizontal pairs, (t0 + t1) + (t2 + t3)
+// -- becomes additions between registers, no shuffle, no conversion per
+// query: each loaded element serves SCORES_Q queries, each broadcast query
+// element eight rows, where the F16 dot converts every row again for every
+// query and folds every score alone. Rows of a multiple of 32 elements (no
+// leftovers: the double sum of the reference holds one float, exactly), up
+// to SCORES_MAX; from SCORES_MIN queries on, below which turning the rows
+// costs more than it saves.
+#define SCORES_MAX 256
+#define SCORES_MIN 4
+#define SCORES_Q 4
+#define SCORES_Y_FLOATS 4096  // the queries converted at once: 32 of 128, 16 of 256 (16 KiB)
+
+static cpu_dot_fn f16_narrow;  // the F16 dot this wraps: other lengths, fewer queries, the last rows
+
+// 8 rows (step elements apart) of n f16 elements -> wt (n, 8) f32.
+static void rows_turned(const seam_f16 *row, size_t step, int64_t n, float *wt) {
+    for (int64_t d = 0; d < n; d += 16) {
+        __m256i a[8];
+        for (int r = 0; r < 8; r++) a[r] = _mm256_loadu_si256((const __m256i *)(row + r * step + d));
+        transpose_8x16_f16(a);
+        for (int c = 0; c < 8; c++) {  // element d + c of the 8 rows, then d + 8 + c
+            _mm256_storeu_ps(wt + (d + c) * 8, _mm256_cvtph_ps(_mm256_castsi256_si128(a[c])));
+            _mm256_storeu_ps(wt + (d + 8 + c) * 8, _mm256_cvtph_ps(_mm256_extracti128_si256(a[c], 1)));
+        }
+    }
+}
+
+// The chain of elements e, e + 32, .. for nq queries at once, each started
+// as the reference starts it, from +0.
+static inline __attribute__((always_inline)) void scores_chain(int nq, const float *wt, const float *const *y,
+                                                               int64_t n, int e, __m256 v[]) {
+    const __m256 w0 = _mm256_loadu_ps(wt + e * 8);
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) v[q] = _mm256_fmadd_ps(w0, _mm256_set1_ps(y[q][e]), _mm256_setzero_ps());
+    for (int64_t i = 32 + e; i < n; i += 32) {
+        const __m256 w = _mm256_loadu_ps(wt + i * 8);
+#pragma GCC unroll 4
+        for (int q = 0; q < nq; q++) v[q] = _mm256_fmadd_ps(w, _mm256_set1_ps(y[q][i]), v[q]);
+    }
+}
+
+// x_l = (lane l of accumulator 0 + of 2) + (of 1 + of 3): the four
+// accumulators' fold at lane l.
+static inline __attribute__((always_inline)) void scores_x(int nq, const float *wt, const float *const *y, int64_t n,
+                                                           int l, __m256 x[]) {
+    __m256 a[SCORES_Q], b[SCORES_Q];
+    scores_chain(nq, wt, y, n, l, a);
+    scores_chain(nq, wt, y, n, 16 + l, b);
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) x[q] = _mm256_add_ps(a[q], b[q]);
+    scores_chain(nq, wt, y, n, 8 + l, a);
+    scores_chain(nq, wt, y, n, 24 + l, b);
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) x[q] = _mm256_add_ps(x[q], _mm256_add_ps(a[q], b[q]));
+}
+
+// The scores of 8 turned rows (wt) against nq queries (y[q], f32) in the
+// reference's order: t_i = x_i + x_i+4 (the halves), then (t0 + t1) + (t2 +
+// t3) (the two horizontal additions); out[q] row r in lane r. One lane's
+// fold at a time, kept in xs: all eight at once would hold more registers
+// than there are, and the compiler's spills cost more than these stores.
+static inline __attribute__((always_inline)) void scores_8(int nq, const float *wt, const float *const *y, int64_t n,
+                                                           __m256 out[]) {
+    __m256 xs[8][SCORES_Q];
+#pragma GCC unroll 1
+    for (int l = 0; l < 8; l++) scores_x(nq, wt, y, n, l, xs[l]);
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) {
+        const __m256 t0 = _mm256_add_ps(xs[0][q], xs[4][q]), t1 = _mm256_add_ps(xs[1][q], xs[5][q]);
+        const __m256 t2 = _mm256_add_ps(xs[2][q], xs[6][q]), t3 = _mm256_add_ps(xs[3][q], xs[7][q]);
+        out[q] = _mm256_add_ps(_mm256_add_ps(t0, t1), _mm256_add_ps(t2, t3));
+    }
+}
+
+static void scores_rows_in_lanes(const uint8_t *base, size_t row_bytes, int64_t whole, const void *act,
+                                 size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
+    float y[SCORES_Y_FLOATS], wt[SCORES_MAX * 8];
+    const int inputs = SCORES_Y_FLOATS / (int)n < CPU_VALUES_GROUP ? SCORES_Y_FLOATS / (int)n : CPU_VALUES_GROUP;
+    const size_t used = (size_t)n * sizeof(seam_f16), step = row_bytes / sizeof(seam_f16);
+    for (int j0 = 0; j0 < n_act; j0 += inputs) {
+        const int nj = n_act - j0 < inputs ? n_act - j0 : inputs;
+        for (int j = 0; j < nj; j++) {  // the queries in f32, once for every row they meet
+            const seam_f16 *a = (const seam_f16 *)((const uint8_t *)act + (size_t)(j0 + j) * act_stride);
+            for (int64_t i = 0; i < n; i += 8)
+                _mm256_storeu_ps(y + j * n + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i))));
+        }
+        prefetch_start(base, whole, row_bytes, used);
+        for (int64_t r0 = 0; r0 < whole; r0 += 8) {
+            for (int r = 0; r < 8; r++) prefetch_row(base, r0 + r, whole, row_bytes, used);
+            rows_turned((const seam_f16 *)(base + (size_t)r0 * row_bytes), step, n, wt);
+            for (int q0 = 0; q0 < nj; q0 += SCORES_Q) {
+                const int nq = nj - q0 < SCORES_Q ? nj - q0 : SCORES_Q;
+                const float *yq[SCORES_Q];
+                for (int q = 0; q < nq; q++) yq[q] = y + (q0 + q) * n;
+                __m256 s[SCORES_Q];
+                // constant lengths and counts, so that every chain unrolls
+#define SCORES(N)                                        \
+    switch (nq) {                                        \
+        case 4: scores_8(4, wt, yq, N, s); break;        \
+        case 3: scores_8(3, wt, yq, N, s); break;        \
+        case 2: scores_8(2, wt, yq, N, s); break;        \
+        default: scores_8(1, wt, yq, N, s); break;       \
+    }
+                if (n == 64) SCORES(64)
+                else if (n == 128) SCORES(128)
+                else if (n == 256) SCORES(256)
+                else SCORES(n)
+#undef SCORES
+                for (int q = 0; q < nq; q++) _mm256_storeu_ps(out + (int64_t)(j0 + q0 + q) * ldo + r0, s[q]);
+            }
+        }
+    }
+}
+
+static void dot_f16_scores(uint32_t type, const void *w, size_t row_bytes, int64_t n_rows, const void *act,
+                           size_t act_stride, int n_act, int64_t n, float *out, int64_t ldo) {
+    const int64_t whole = n_rows & ~(int64_t)7;  // rows in blocks of 8
+    if (n % 32 || n > SCORES_MAX || n_act < SCORES_MIN || !whole) {
+        f16_narrow(type, w, row_bytes, n_rows, act, act_stride, n_act, n, out, ldo);
+        return;
+    }
+    scores_rows_in_lanes(w, row_bytes, whole, act, act_stride, n_act, n, out, ldo);
+    if (whole < n_rows)
+        f16_narrow(type, (const uint8_t *)w + (size_t)whole * row_bytes, row_bytes, n_rows - whole, act, act_stride,
+                   n_act, n, out + whole, ldo);
+}
+
 void cpu_kernels_fill_avx2_attention(cpu_kernels *k, exact_order order) {
     const bool wide = order == EXACT_ORDER_AVX512;
+    if (!wide) {  // the F16 dot (matvec_avx2.c, set before this) wrapped for groups
+        f16_narrow = k->dot[GGML_TYPE_F16];
+        k->dot[GGML_TYPE_F16] = dot_f16_scores;
+    }
     k->values_run = wide ? values_run_avx512 : values_run_avx2;
     k->values_end = wide ? values_end_avx512 : values_end_avx2;
     k->values_group = wide ? NULL : values_group;  // the AVX-512 set brings its own
