@@ -358,7 +358,8 @@ def waterfall(args):
             sys.exit(f"plot.py: no prediction for -ngl {args.ngl} in {args.pred[0]} (have {sorted(preds)})")
         q = preds[args.ngl]
         bars = one_after_another((s["lane"], s["what"], s["us"]) for s in q["steps"])
-        title = f"one token, -ngl {args.ngl} of {q['n_layers']} (predicted, {p['hw']}): {q['tok_s']:.1f} tok/s"
+        title = (f"{p['model'].split('/')[-1]}: one token, -ngl {args.ngl} of {q['n_layers']} (predicted, "
+                 f"{p['hw']}): {q['tok_s']:.1f} tok/s")
     lanes = [lane for lane in LANES if any(b.lane == lane for b in bars)]  # a CPU-only token has one
     total = max(b.start + b.us for b in bars)
     windows = [(0, total / 1e3)] + ([args.zoom] if args.zoom else [])
